@@ -1,0 +1,28 @@
+# The two commands: `make run` and `make test`. Both set up first.
+VENV := .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: setup run test lint fmt perf clean
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	$(PY) -m zkafka.cli.main demo
+
+test: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+
+fmt: setup
+	$(VENV)/bin/ruff format src tests benchmarks
+
+perf: setup
+	$(PY) -m zkafka.cli.main perf storage
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -1,0 +1,60 @@
+"""The `zkafka` command.
+
+Each subcommand group lives in its own module of this package and exposes
+`register(subparsers)`, which adds its parsers and sets `func` to a callable taking the parsed
+namespace and returning an exit code. Adding a command means adding a module name to COMMANDS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+COMMANDS = (
+    "zkafka.cli.zookeeper",
+    "zkafka.cli.zk",
+    "zkafka.cli.perf",
+    "zkafka.cli.demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zkafka",
+        description="A Kafka-compatible commit log with its cluster metadata in ZooKeeper.",
+    )
+    parser.add_argument("--log-level", default="WARNING", help="Python log level (default WARNING)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 1, no traceback."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
