@@ -8,7 +8,8 @@ Layout (all big-endian; `reference/wire-protocol.md` §2.3)::
     12      partitionLeaderEpoch    int32    no  - stamped by the broker on append
     16      magic                   int8     no  - 2
     17      crc                     uint32   -   - CRC-32C of bytes 21..end
-    21      attributes              int16    yes - bits 0-2 codec, 3 timestamp type, 4 txn, 5 control, 6 delete horizon
+    21      attributes              int16    yes - bits 0-2 codec, 3 timestamp type, 4 txn, 5 control,
+                                                   6 delete horizon
     23      lastOffsetDelta         int32    yes
     27      baseTimestamp           int64    yes
     35      maxTimestamp            int64    yes
@@ -200,7 +201,10 @@ def patch_partition_leader_epoch(buf: bytearray | memoryview, position: int, epo
 
 
 def assign_offsets(
-    buf: bytearray | memoryview, headers: list[BatchHeader], first_offset: int, leader_epoch: int | None = None
+    buf: bytearray | memoryview,
+    headers: list[BatchHeader],
+    first_offset: int,
+    leader_epoch: int | None = None,
 ) -> int:
     """Give consecutive offsets to `headers`' batches in `buf` starting at `first_offset`, optionally
     stamping the leader epoch. Returns the next offset. The CRC stays valid."""
