@@ -13,6 +13,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from zkafka.cli.errors import CliError
+
 COMMANDS = (
     "zkafka.cli.zookeeper",
     "zkafka.cli.zk",
@@ -50,10 +52,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit code 1, no traceback."""
 
 
 if __name__ == "__main__":

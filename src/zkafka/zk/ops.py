@@ -1,0 +1,95 @@
+"""ZooKeeper `multi` operations as plain values.
+
+The controller builds lists of these (without importing kazoo) and hands them to
+`KafkaZkClient.fenced_multi`, which prefixes a check on `/controller_epoch`. `apply_ops` turns them into
+a kazoo transaction; `first_failure` finds the operation that made a multi fail (ZooKeeper reports the
+operations before it as rolled back and those after it as "runtime inconsistency").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import TransactionRequest
+from kazoo.exceptions import RolledBackError, RuntimeInconsistency, ZookeeperError
+
+from zkafka.zk.model import ANY_VERSION
+
+__all__ = [
+    "CheckOp",
+    "CreateOp",
+    "DeleteOp",
+    "MultiOpFailure",
+    "Op",
+    "SetDataOp",
+    "apply_ops",
+    "first_failure",
+]
+
+
+@dataclass(frozen=True)
+class CreateOp:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@dataclass(frozen=True)
+class SetDataOp:
+    path: str
+    data: bytes
+    version: int = ANY_VERSION
+
+
+@dataclass(frozen=True)
+class DeleteOp:
+    path: str
+    version: int = ANY_VERSION
+
+
+@dataclass(frozen=True)
+class CheckOp:
+    path: str
+    version: int
+
+
+Op = CreateOp | SetDataOp | DeleteOp | CheckOp
+
+
+def apply_ops(tx: TransactionRequest, ops: Sequence[Op]) -> None:
+    for op in ops:
+        match op:
+            case CreateOp():
+                tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+            case SetDataOp():
+                tx.set_data(op.path, op.data, op.version)
+            case DeleteOp():
+                tx.delete(op.path, op.version)
+            case CheckOp():
+                tx.check(op.path, op.version)
+            case _:
+                raise TypeError(f"not a ZooKeeper operation: {op!r}")
+
+
+@dataclass(frozen=True)
+class MultiOpFailure:
+    index: int
+    """Position of the failing operation in the multi."""
+    error: ZookeeperError
+
+
+def first_failure(results: Sequence[Any]) -> MultiOpFailure | None:
+    """The operation that failed a multi, or None if the multi succeeded."""
+    for i, result in enumerate(results):
+        if isinstance(result, ZookeeperError) and not isinstance(
+            result, RolledBackError | RuntimeInconsistency
+        ):
+            return MultiOpFailure(i, result)
+    if any(isinstance(r, Exception) for r in results):
+        # Every result an error but none specific: report the first one rather than claim success.
+        i, result = next((i, r) for i, r in enumerate(results) if isinstance(r, Exception))
+        return MultiOpFailure(i, result)
+    return None

@@ -1,0 +1,315 @@
+"""One ZooKeeper session (kazoo) with Kafka's connection behaviour and a few generic primitives.
+
+Connecting: when the connect string has a chroot and `create_chroot` is set, a short-lived session
+without the chroot creates it first (what a Kafka broker does), then the real session is opened with the
+chroot, so every path below is relative to it.
+
+Retries: reads and idempotent writes are retried through connection loss (kazoo's `retry`, bounded by
+the connection timeout); kazoo re-sends nothing by itself. Non-idempotent writes whose response may be
+lost are handled by the callers that know how to recognise their own earlier write (broker
+registration, controller election, producer-id blocks, partition-state updates).
+
+Threading: kazoo's client is thread-safe and so is this class (it keeps no mutable state besides
+the set of session ids it has owned). Every method BLOCKS on a ZooKeeper round trip: never call them on
+an asyncio loop thread, use `watch_bridge.ZkExecutor`.
+
+jute.maxbuffer: ZooKeeper 3.6+ servers default to 1 MB per packet; Kafka raises its client limit to
+4 MB because large topic or ACL znodes can exceed 1 MB. kazoo has no client-side limit; the server
+started by `zkafka.zk.server` is configured with 4 MB, production ensembles need the same setting.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Self, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.retry import RetryFailedError
+
+from zkafka.zk.connect import ConnectString, parse_connect_string
+from zkafka.zk.errors import ZkConnectionError
+from zkafka.zk.model import ANY_VERSION
+from zkafka.zk.ops import Op, apply_ops, first_failure
+
+__all__ = ["DEFAULT_SESSION_TIMEOUT_MS", "ZkSession"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SESSION_TIMEOUT_MS = 18000
+"""Kafka's `zookeeper.session.timeout.ms` default (2.5+)."""
+
+T = TypeVar("T")
+
+
+def _fast_reconnect_retry() -> dict[str, Any]:
+    # kazoo's default reconnect backoff grows to an hour; Kafka's client reconnects within ~1 s.
+    return {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+
+
+class ZkSession:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+        connection_timeout_ms: int | None = None,
+        create_chroot: bool = True,
+    ) -> None:
+        self.connect_string: ConnectString = parse_connect_string(connect)
+        if session_timeout_ms <= 0:
+            raise ValueError(f"session_timeout_ms must be positive, got {session_timeout_ms}")
+        self.session_timeout_ms = session_timeout_ms
+        # Kafka's zookeeper.connection.timeout.ms defaults to the session timeout.
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self._own_sessions: set[int] = set()
+        self._sessions_lock = threading.Lock()
+        if self.connect_string.chroot and create_chroot:
+            self._create_chroot()
+        self._zk = self._new_kazoo(str(self.connect_string))
+        self._zk.add_listener(self._remember_session)
+        self._start(self._zk)
+        self._remember_session(KazooState.CONNECTED)
+
+    # -- connection --------------------------------------------------------------------------------------
+    def _new_kazoo(self, hosts: str) -> KazooClient:
+        timeout_s = self.connection_timeout_ms / 1000
+        return KazooClient(
+            hosts=hosts,
+            timeout=self.session_timeout_ms / 1000,
+            connection_retry=_fast_reconnect_retry(),
+            command_retry={**_fast_reconnect_retry(), "deadline": timeout_s},
+        )
+
+    def _start(self, zk: KazooClient) -> None:
+        timeout_s = self.connection_timeout_ms / 1000
+        try:
+            zk.start(timeout=timeout_s)
+        except KazooTimeoutError:
+            zk.stop()
+            zk.close()
+            raise ZkConnectionError(
+                f"could not connect to ZooKeeper at {self.connect_string.hosts} within {timeout_s:g} s"
+            ) from None
+
+    def _create_chroot(self) -> None:
+        chroot = self.connect_string.chroot
+        assert chroot is not None
+        bootstrap = self._new_kazoo(self.connect_string.hosts)
+        self._start(bootstrap)
+        try:
+            bootstrap.retry(bootstrap.ensure_path, chroot)
+        finally:
+            bootstrap.stop()
+            bootstrap.close()
+
+    def _remember_session(self, state: KazooState) -> None:
+        # Called on kazoo's event thread: must not block.
+        if state == KazooState.CONNECTED:
+            client_id = self._zk.client_id
+            if client_id is not None:
+                with self._sessions_lock:
+                    self._own_sessions.add(client_id[0])
+
+    @property
+    def kazoo(self) -> KazooClient:
+        """The underlying kazoo client (for watches and tools)."""
+        return self._zk
+
+    @property
+    def session_id(self) -> int | None:
+        client_id = self._zk.client_id
+        return client_id[0] if client_id else None
+
+    def is_own_session(self, session_id: int) -> bool:
+        """True if `session_id` is (or was) a session of this client: an ephemeral znode it owns was
+        created by us, possibly on a session that just expired."""
+        with self._sessions_lock:
+            return session_id in self._own_sessions
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._zk.connected)
+
+    def close(self) -> None:
+        """End the session (its ephemeral znodes go away at once) and release the client."""
+        try:
+            self._zk.stop()
+        finally:
+            self._zk.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- primitives ------------------------------------------------------------------------------------
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a kazoo call, retrying through connection loss until the connection timeout."""
+        try:
+            return self._zk.retry(fn, *args, **kwargs)
+        except RetryFailedError as e:
+            raise ZkConnectionError(
+                f"ZooKeeper at {self.connect_string.hosts} unavailable for {self.connection_timeout_ms} ms"
+            ) from e
+
+    def get_data(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        """(data, stat), or None if the znode does not exist. Null data reads as b""."""
+        try:
+            data, stat = self.call(self._zk.get, path)
+        except NoNodeError:
+            return None
+        return (data or b""), stat
+
+    def get_data_many(self, paths: Sequence[str]) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+        """Pipelined reads: all requests are sent before the first answer is awaited."""
+        pending = [(p, self._zk.get_async(p)) for p in paths]
+        out: dict[str, tuple[bytes, ZnodeStat] | None] = {}
+        for path, result in pending:
+            try:
+                data, stat = result.get()
+            except NoNodeError:
+                out[path] = None
+                continue
+            except Exception as e:
+                if not _is_retryable(e):
+                    raise
+                out[path] = self.get_data(path)  # connection blip: fall back to a retried read
+                continue
+            out[path] = (data or b""), stat
+        return out
+
+    def stat_many(self, paths: Sequence[str]) -> dict[str, ZnodeStat | None]:
+        """Pipelined exists() for many paths."""
+        pending = [(p, self._zk.exists_async(p)) for p in paths]
+        out: dict[str, ZnodeStat | None] = {}
+        for path, result in pending:
+            try:
+                out[path] = result.get()
+            except Exception as e:
+                if not _is_retryable(e):
+                    raise
+                out[path] = self.exists(path)
+        return out
+
+    def wait_connected(self) -> None:
+        """Block until the session is usable again (bounded by the connection timeout)."""
+        self.call(self._zk.exists, "/")
+
+    def get_children(self, path: str) -> list[str] | None:
+        """Child names in ZooKeeper's order, or None if the znode does not exist."""
+        try:
+            return list(self.call(self._zk.get_children, path))
+        except NoNodeError:
+            return None
+
+    def get_children_with_stat(self, path: str) -> tuple[list[str], ZnodeStat] | None:
+        try:
+            children, stat = self.call(self._zk.get_children, path, include_data=True)
+        except NoNodeError:
+            return None
+        return list(children), stat
+
+    def exists(self, path: str) -> ZnodeStat | None:
+        return self.call(self._zk.exists, path)
+
+    def ensure_path(self, path: str) -> None:
+        """Create `path` and its parents as empty persistent znodes where missing."""
+        if self.call(self._zk.exists, path) is None:
+            self.call(self._zk.ensure_path, path)
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        """Create a znode; returns its actual path (with the sequence suffix). Raises NodeExistsError."""
+        return self.call(
+            self._zk.create, path, data, ephemeral=ephemeral, sequence=sequential, makepath=makepath
+        )
+
+    def create_if_absent(self, path: str, data: bytes = b"") -> bool:
+        """Create a persistent znode (and parents); False if it already existed."""
+        try:
+            self.create(path, data, makepath=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    def set_data(self, path: str, data: bytes, version: int = ANY_VERSION) -> ZnodeStat:
+        """setData; raises NoNodeError / BadVersionError."""
+        return self.call(self._zk.set, path, data, version)
+
+    def set_or_create(self, path: str, data: bytes) -> int:
+        """Unconditional setData, creating the znode (and parents) when missing; returns the new zkVersion."""
+        while True:
+            try:
+                return self.set_data(path, data).version
+            except NoNodeError:
+                pass
+            try:
+                self.create(path, data, makepath=True)
+                return 0
+            except NodeExistsError:
+                continue  # created concurrently: set it
+
+    def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> bool:
+        """Delete (recursively if asked); False if it did not exist."""
+        try:
+            self.call(self._zk.delete, path, version, recursive)
+        except NoNodeError:
+            return False
+        return True
+
+    def multi(self, ops: Sequence[Op]) -> list[Any]:
+        """One atomic ZooKeeper multi; raises the failing operation's kazoo exception (with
+        `op_index` set on it) if any operation fails. Not retried: callers know how to recover."""
+        tx = self._zk.transaction()
+        apply_ops(tx, ops)
+        results = list(tx.commit())
+        failure = first_failure(results)
+        if failure is not None:
+            failure.error.op_index = failure.index  # type: ignore[attr-defined]
+            raise failure.error
+        return results
+
+    def list_recursive(self, path: str) -> list[str]:
+        """`path` and all its descendants, children before parents (deletion order)."""
+        children = self.get_children(path)
+        if children is None:
+            return []
+        out: list[str] = []
+        for child in sorted(children):
+            out.extend(self.list_recursive(f"{path.rstrip('/')}/{child}"))
+        out.append(path)
+        return out
+
+
+def _is_retryable(e: BaseException) -> bool:
+    return isinstance(e, ConnectionLoss | OperationTimeoutError | SessionExpiredError)
+
+
+def chunked(items: Iterable[T], size: int) -> Iterable[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
