@@ -159,5 +159,9 @@ def _run_storage(args: argparse.Namespace) -> int:
         from zkafka.cli.main import CliError
 
         raise CliError("--batch-bytes must be >= 128 and --total-mb >= 1")
+    if args.dir is not None and not args.dir.is_dir():
+        from zkafka.cli.main import CliError
+
+        raise CliError(f"--dir {args.dir} is not a directory")
     print_storage_result(run_storage_bench(args.batch_bytes, args.total_mb, args.dir))
     return 0

@@ -44,7 +44,9 @@ def _parse_float(key: str, value: str, lo: float, hi: float) -> float:
 
 
 def _parse_policy(key: str, value: str) -> frozenset[str]:
-    parts = frozenset(p.strip().lower() for p in value.replace("[", "").replace("]", "").split(",") if p.strip())
+    parts = frozenset(
+        p.strip().lower() for p in value.replace("[", "").replace("]", "").split(",") if p.strip()
+    )
     if not parts or not parts <= {"delete", "compact"}:
         raise InvalidConfigError(f"{key}: expected delete, compact or compact,delete, got {value!r}")
     return parts

@@ -1,0 +1,290 @@
+"""Sparse indexes of a segment: the common file handling and Kafka's offset index (`.index`).
+
+Offset index entry (8 bytes, big-endian): int32 offset relative to the segment base, int32 byte
+position of a batch in the `.log`. The entry for a batch is (batch last offset, batch start).
+
+**Preallocation decision.** Kafka preallocates index files to `segment.index.bytes`, mmaps them
+and trims them on roll/close, so an untrimmed file after a crash is full of zero entries. zkafka
+does not preallocate: files hold exactly the entries written, appended with `os.write`. Entries
+are kept in memory (two `array`s, looked up with `bisect`) and reach the file lazily -- in chunks,
+and always on flush, roll, truncation and close. That is safe because an index is only trusted
+below the recovery point, which moves only when `Log.flush` has written and fsynced the indexes;
+every segment from the recovery point on is re-validated and its indexes rebuilt after an unclean
+shutdown. Opening a file treats `length / entry size` entries as valid after cheap sanity checks
+(length divisible, keys strictly increasing, positions inside the `.log`); failing them raises
+`CorruptIndexError` and the segment rebuilds the index from its `.log`. `segment.index.bytes`
+still caps the entry count (a full index forces a roll, as in Kafka).
+
+Arrays are loaded lazily: a segment that is never read after startup costs no memory or I/O.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from pathlib import Path
+
+from zkafka.storage.errors import CorruptIndexError
+from zkafka.storage.scan import write_all
+
+INT32_MAX = (1 << 31) - 1
+# Entries buffered in memory before they are written to the file (bounded write amplification).
+PENDING_FLUSH_BYTES = 4096
+
+
+def lookup_offset(
+    offsets: Sequence[int], positions: Sequence[int], base_offset: int, target: int
+) -> tuple[int, int]:
+    """(absolute offset, position) of the largest entry whose offset <= `target`; (base, 0) if none."""
+    i = bisect_right(offsets, target - base_offset) - 1
+    if i < 0:
+        return base_offset, 0
+    return base_offset + offsets[i], positions[i]
+
+
+def lookup_position(
+    offsets: Sequence[int], positions: Sequence[int], base_offset: int, position: int
+) -> tuple[int, int]:
+    """(absolute offset, position) of the largest entry whose position <= `position`; (base, 0) if none."""
+    i = bisect_right(positions, position) - 1
+    if i < 0:
+        return base_offset, 0
+    return base_offset + offsets[i], positions[i]
+
+
+def strictly_increasing(values: Sequence[int]) -> bool:
+    return all(map(operator.lt, values, values[1:]))
+
+
+def non_decreasing(values: Sequence[int]) -> bool:
+    return all(map(operator.le, values, values[1:]))
+
+
+def entries_below(keys: Sequence[int], rel_key: int) -> int:
+    """How many entries have key < rel_key (what `truncate_to` keeps)."""
+    return bisect_left(keys, rel_key)
+
+
+class SparseIndex:
+    """An append-only file of fixed-size (key, value) entries mirrored by two in-memory arrays.
+
+    Subclasses define the entry layout; this class owns the file, the lazy load and the pending
+    (not yet written) tail. Invariant once loaded: the file holds the first `_on_disk` entries and
+    `_pending` the encoded rest.
+    """
+
+    entry_struct: struct.Struct
+    key_type: str
+    value_type: str
+    reserved_slots = 0  # entries kept free for a forced final entry (the time index keeps one)
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int, *, create: bool = False) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.entry_struct.size)
+        self._full_at = self.max_entries - self.reserved_slots
+        self._keys: array | None = None
+        self._values: array | None = None
+        self._on_disk = 0
+        self._pending = bytearray()
+        self._fd: int | None = None
+        if create:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+            self._keys, self._values = array(self.key_type), array(self.value_type)
+
+    # ---- loading --------------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._keys is not None
+
+    def load(self, log_size: int) -> None:
+        """Read and sanity-check the file (no-op when loaded). Raises CorruptIndexError/FileNotFoundError."""
+        if self._keys is not None:
+            return
+        data = self.path.read_bytes()
+        size = self.entry_struct.size
+        if len(data) % size:
+            raise CorruptIndexError(f"{self.path}: length {len(data)} is not a multiple of {size}")
+        keys, values = self._decode(data)
+        self._check(keys, values, log_size)
+        self._keys, self._values = keys, values
+        self._on_disk = len(keys)
+
+    def _decode(self, data: bytes) -> tuple[array, array]:
+        keys, values = array(self.key_type), array(self.value_type)
+        for k, v in self.entry_struct.iter_unpack(data):
+            keys.append(k)
+            values.append(v)
+        return keys, values
+
+    def _check(self, keys: array, values: array, log_size: int) -> None:
+        raise NotImplementedError
+
+    def _arrays(self) -> tuple[array, array]:
+        if self._keys is None or self._values is None:
+            raise CorruptIndexError(f"{self.path}: used before load()")
+        return self._keys, self._values
+
+    # ---- state ----------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return len(self._arrays()[0])
+
+    @property
+    def is_full(self) -> bool:
+        keys = self._keys
+        if keys is None:
+            raise CorruptIndexError(f"{self.path}: used before load()")
+        return len(keys) >= self._full_at
+
+    def try_append(self, key: int, value: int) -> bool:
+        """The append path's entry: add (key, value) when the index has room and `key` is above
+        the last key (relative offset for `.index`, timestamp for `.timeindex`)."""
+        keys = self._keys
+        if keys is None:
+            raise CorruptIndexError(f"{self.path}: used before load()")
+        if len(keys) >= self._full_at or (keys and key <= keys[-1]):
+            return False
+        self._append(key, value)
+        return True
+
+    def _append(self, key: int, value: int) -> None:
+        keys, values = self._arrays()
+        keys.append(key)
+        values.append(value)
+        self._pending += self.entry_struct.pack(key, value)
+        if len(self._pending) >= PENDING_FLUSH_BYTES:
+            self.write_pending()
+
+    def _truncate_entries(self, n: int) -> None:
+        keys, values = self._arrays()
+        if n >= len(keys):
+            return
+        del keys[n:]
+        del values[n:]
+        size = self.entry_struct.size
+        if n >= self._on_disk:
+            del self._pending[(n - self._on_disk) * size :]
+        else:
+            self._pending.clear()
+            os.ftruncate(self._writer(), n * size)
+            self._on_disk = n
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._keys, self._values = array(self.key_type), array(self.value_type)
+        self._pending.clear()
+        os.ftruncate(self._writer(), 0)
+        self._on_disk = 0
+
+    # ---- file -----------------------------------------------------------------------------------
+
+    def _writer(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def write_pending(self) -> None:
+        if not self._pending:
+            return
+        write_all(self._writer(), self._pending)
+        self._on_disk += len(self._pending) // self.entry_struct.size
+        self._pending.clear()
+
+    def flush(self) -> None:
+        """Write the pending entries and fsync (only when this index was ever written)."""
+        self.write_pending()
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        try:
+            if self._keys is not None:
+                self.write_pending()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def rename(self, path: Path) -> None:
+        """Rename the file (the open descriptor keeps working)."""
+        if self._keys is not None:
+            self.write_pending()
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+        self._keys = self._values = None
+
+
+class OffsetIndex(SparseIndex):
+    """`.index`: (relative offset int32, position int32)."""
+
+    entry_struct = struct.Struct(">ii")
+    key_type = "i"
+    value_type = "i"
+
+    def _decode(self, data: bytes) -> tuple[array, array]:
+        # fast path: both fields are int32, so the whole file is one int32 array
+        both = array("i")
+        both.frombytes(data)
+        if sys.byteorder == "little":
+            both.byteswap()
+        return both[0::2], both[1::2]
+
+    def _check(self, keys: array, values: array, log_size: int) -> None:
+        if not keys:
+            return
+        if keys[0] < 0 or values[0] < 0:
+            raise CorruptIndexError(f"{self.path}: negative first entry")
+        if values[-1] >= log_size:
+            raise CorruptIndexError(f"{self.path}: last position {values[-1]} beyond log size {log_size}")
+        if not strictly_increasing(keys):
+            raise CorruptIndexError(f"{self.path}: offsets not strictly increasing")
+        if not strictly_increasing(values):
+            raise CorruptIndexError(f"{self.path}: positions not strictly increasing")
+
+    @property
+    def last_offset(self) -> int:
+        """Absolute offset of the last entry, or the base offset when empty."""
+        keys, _ = self._arrays()
+        return self.base_offset + keys[-1] if keys else self.base_offset
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def append(self, offset: int, position: int) -> None:
+        """Add (offset, position); offsets must strictly increase (Kafka's InvalidOffsetException)."""
+        keys = self._keys
+        if keys is None:
+            raise CorruptIndexError(f"{self.path}: used before load()")
+        rel = offset - self.base_offset
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"offset {offset} does not fit in the index of segment {self.base_offset}")
+        if keys and rel <= keys[-1]:
+            raise ValueError(f"index offset {offset} is not larger than the last entry {self.last_offset}")
+        if len(keys) >= self._full_at:
+            raise ValueError(f"offset index {self.path} is full")
+        self._append(rel, position)
+
+    def lookup(self, target: int) -> tuple[int, int]:
+        keys, values = self._arrays()
+        return lookup_offset(keys, values, self.base_offset, target)
+
+    def lookup_by_position(self, position: int) -> tuple[int, int]:
+        keys, values = self._arrays()
+        return lookup_position(keys, values, self.base_offset, position)
+
+    def truncate_to(self, offset: int) -> None:
+        """Keep the entries whose offset < `offset`."""
+        keys, _ = self._arrays()
+        self._truncate_entries(entries_below(keys, offset - self.base_offset))

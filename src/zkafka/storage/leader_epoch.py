@@ -1,0 +1,139 @@
+"""Leader epoch cache of one partition and its `leader-epoch-checkpoint` file (Kafka §7).
+
+Each entry says "leader epoch E started at offset S". Entries are strictly increasing in both
+epoch and start offset. Every change is written through to the checkpoint file synchronously
+(tmp + fsync + rename), as Kafka does: a follower's truncation decisions depend on it surviving a
+crash. Changes are rare (once per leader change), so this costs nothing on the produce path.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from pathlib import Path
+
+from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class LeaderEpochCache:
+    """Sorted (epoch, start_offset) entries; `path=None` keeps it in memory only (tests, tools)."""
+
+    def __init__(self, path: Path | None, entries: list[tuple[int, int]] | None = None) -> None:
+        self._file = LeaderEpochCheckpointFile(path) if path is not None else None
+        self._epochs: list[int] = []
+        self._starts: list[int] = []
+        for epoch, start in entries or ():
+            self._assign(epoch, start)
+
+    @classmethod
+    def load(cls, path: Path) -> LeaderEpochCache:
+        """Read the checkpoint (missing or 0-byte: empty). Raises CheckpointError when malformed."""
+        return cls(path, LeaderEpochCheckpointFile(path).read())
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
+        if self._epochs and self._epochs[-1] == epoch and start_offset >= self._starts[-1]:
+            return False
+        self._remove_tail(lambda e, s: e >= epoch or s >= start_offset)
+        self._epochs.append(epoch)
+        self._starts.append(start_offset)
+        return True
+
+    def _remove_tail(self, doomed) -> bool:
+        removed = False
+        while self._epochs and doomed(self._epochs[-1], self._starts[-1]):
+            self._epochs.pop()
+            self._starts.pop()
+            removed = True
+        return removed
+
+    def _flush(self) -> None:
+        if self._file is not None:
+            self._file.write(self.entries())
+
+    # ---- queries --------------------------------------------------------------------------------
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._epochs, self._starts, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._epochs)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs[-1] if self._epochs else None
+
+    @property
+    def latest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[-1], self._starts[-1]) if self._epochs else None
+
+    @property
+    def earliest_entry(self) -> tuple[int, int] | None:
+        return (self._epochs[0], self._starts[0]) if self._epochs else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch whose range holds `offset` (None below the first entry)."""
+        i = bisect_right(self._starts, offset) - 1
+        return self._epochs[i] if i >= 0 else None
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, exclusive end offset) for OffsetForLeaderEpoch, exactly Kafka's `endOffsetFor`:
+
+        - requested -1: (-1, -1)
+        - requested == latest epoch: (epoch, log end offset)
+        - no epoch above the requested one: (-1, -1)
+        - no epoch at or below it: (requested, start of the first higher epoch)
+        - otherwise: (largest epoch <= requested, start of the first higher epoch)
+        """
+        if requested_epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self._epochs and self._epochs[-1] == requested_epoch:
+            return requested_epoch, log_end_offset
+        higher = bisect_right(self._epochs, requested_epoch)
+        if higher >= len(self._epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if higher == 0:
+            return requested_epoch, self._starts[0]
+        return self._epochs[higher - 1], self._starts[higher]
+
+    # ---- updates --------------------------------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that `epoch` starts at `start_offset`; True when the cache changed.
+
+        No-op when `epoch` is the latest epoch and `start_offset` is not before its start.
+        Otherwise trailing entries with epoch >= `epoch` or start >= `start_offset` are replaced.
+        """
+        if not self._assign(epoch, start_offset):
+            return False
+        self._flush()
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop entries starting at or after `end_offset` (log truncation)."""
+        if end_offset >= 0 and self._remove_tail(lambda e, s: s >= end_offset):
+            self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries starting at or before `start_offset`, then re-add the last dropped epoch
+        starting at `start_offset` (the log start moved)."""
+        n = bisect_right(self._starts, start_offset)
+        if n == 0:
+            return
+        epoch = self._epochs[n - 1]
+        if n == 1 and self._starts[0] == start_offset:
+            return
+        del self._epochs[:n]
+        del self._starts[:n]
+        self._epochs.insert(0, epoch)
+        self._starts.insert(0, start_offset)
+        self._flush()
+
+    def clear(self) -> None:
+        if self._epochs:
+            self._epochs.clear()
+            self._starts.clear()
+        self._flush()

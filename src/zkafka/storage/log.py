@@ -1,0 +1,900 @@
+"""The log of one partition replica: `<log.dirs>/<topic>-<partition>/`, laid out exactly as Kafka's.
+
+`zkafka.storage` is the only package that opens data files; everything above it (replica
+manager, fetch sessions, group coordinator) goes through `Log` / `LogManager` and gets file
+ranges back (`FetchSlice`), never paths to open on its own.
+
+Durability and fsync policy (Kafka's):
+
+- An append is a plain `os.write` into the page cache -- no fsync per write. Durability comes
+  from replication: acks=all waits until the in-sync replicas have fetched the data, so a
+  broker crash loses nothing the cluster acknowledged.
+- `flush.messages` / `flush.ms` (topic) are honoured when set: an append that leaves
+  `flush.messages` or more unflushed messages fsyncs synchronously, and the manager's periodic
+  `flush_dirty_logs` fsyncs logs whose last flush is `flush.ms` old. The defaults (INT64_MAX)
+  leave writeback to the OS. A rolled segment is fsynced by the next `flush_dirty_logs`
+  (Kafka schedules the same flush asynchronously on roll).
+- `flush(offset)` fsyncs the `.log` and indexes of the segments holding [recovery point, offset)
+  and moves the recovery point; the manager writes recovery points to
+  `recovery-point-offset-checkpoint`. After an unclean shutdown every segment from the recovery
+  point on is re-validated batch by batch (framing + CRC-32C); a torn or corrupt tail is cut and
+  later segments are dropped, so the log never serves bytes a crash damaged.
+- Small metadata files (leader-epoch checkpoint, offset checkpoints, `meta.properties`) are
+  always written tmp + fsync + rename.
+
+Appends and reads are batch-level: nothing here decodes records except the timestamp search
+(one batch) and compaction.
+
+Thread-safety: every public method takes the log's lock, so a broker may append from a
+per-partition executor while reading from the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import struct
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from zkafka.records.batch import TIMESTAMP_TYPE_MASK, BatchHeader, iter_headers, rewrite_crc
+from zkafka.records.batch import assign_offsets as assign_batch_offsets
+from zkafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from zkafka.storage.config import LogConfig
+from zkafka.storage.errors import (
+    CheckpointError,
+    CleaningAbortedError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
+from zkafka.storage.leader_epoch import LeaderEpochCache
+from zkafka.storage.naming import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    INDEX_SUFFIXES,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TopicPartition,
+    offset_from_filename,
+    parse_partition_dir_name,
+    segment_file,
+)
+from zkafka.storage.retention import (
+    deletable_prefix,
+    log_start_offset_breached,
+    retention_ms_breached,
+    retention_size_breached,
+)
+from zkafka.storage.scan import iter_file_headers, read_exactly
+from zkafka.storage.segment import LogSegment, TimestampOffset
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+NO_TIMESTAMP = -1
+
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+
+
+class AppendInfo(NamedTuple):
+    """What one append did (the produce response's fields come from here)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSlice:
+    """A byte range of one segment file holding whole batches, ready for `os.sendfile`.
+
+    `fd` stays open until the segment is deleted (after `file.delete.delay.ms`) or the log is
+    closed; `path` lets a caller open its own descriptor instead. An empty slice has size 0.
+    """
+
+    fetch_offset: int
+    path: Path | None
+    fd: int
+    position: int
+    size: int
+    segment_base_offset: int
+    first_batch_offset: int = -1
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    def read_bytes(self) -> bytes:
+        if not self.size:
+            return b""
+        data = read_exactly(self.fd, self.size, self.position)
+        if len(data) != self.size:
+            raise StorageError(f"{self.path}: {self.size} bytes expected at {self.position}, got {len(data)}")
+        return data
+
+
+def _empty_slice(offset: int) -> FetchSlice:
+    return FetchSlice(offset, None, -1, 0, 0, -1)
+
+
+def _roll_jitter(config: LogConfig) -> int:
+    if config.segment_jitter_ms <= 0:
+        return 0
+    return random.randrange(min(config.segment_jitter_ms, config.segment_ms))
+
+
+class Log:
+    """One partition's segments, leader-epoch cache and offsets.
+
+    Open with the recovery point and log start offset from the log dir's checkpoints and the
+    clean-shutdown flag (`LogManager` does this); a missing dir is created.
+    """
+
+    def __init__(
+        self,
+        dir_path: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        clock: Callable[[], float] = time.time,
+        topic_partition: TopicPartition | None = None,
+    ) -> None:
+        self.dir_path = Path(dir_path)
+        self.config = config
+        self._derive_config()
+        self._clock = clock
+        self.topic_partition = topic_partition or parse_partition_dir_name(self.dir_path.name)
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False
+        self._cleaning = 0  # > 0 while the cleaner reads segments: physical deletes wait
+        self._cleaning_done = threading.Condition(self._lock)
+        self.cleaning_aborted = False  # polled by the cleaner between batches
+        self._dir_dirty = False
+        self._roll_flush_offset = -1  # a rolled segment still to fsync (see flush_if_due)
+        self.last_flush_ms = self._now_ms()
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self._leo = 0
+        # earliest expiry of tombstones kept by the last compaction (-1: none known)
+        self.latest_delete_horizon = -1
+        self.dir_path.mkdir(exist_ok=True)
+        self.epochs, rebuild_epochs = self._load_epoch_cache()
+        try:
+            self._load(had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs)
+        except BaseException:
+            self.close_without_flush()
+            raise
+
+    def __repr__(self) -> str:
+        return f"Log({self.dir_path}, start={self.log_start_offset}, end={self._leo})"
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ---- loading and recovery -------------------------------------------------------------------
+
+    def _load_epoch_cache(self) -> tuple[LeaderEpochCache, bool]:
+        """The cache from `leader-epoch-checkpoint`; (empty cache, True) when the file is corrupt
+        or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
+        when the log turns out to hold data)."""
+        path = self.dir_path / LEADER_EPOCH_CHECKPOINT
+        if not path.exists():
+            return LeaderEpochCache(path), True
+        try:
+            return LeaderEpochCache.load(path), False
+        except CheckpointError as e:
+            log.warning("%s; rebuilding the leader epoch cache from the log", e)
+            return LeaderEpochCache(path), True
+
+    def _new_segment(self, base_offset: int, *, suffix: str = "", create: bool = True) -> LogSegment:
+        return LogSegment(
+            self.dir_path,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            created_ms=self._now_ms(),
+            roll_jitter_ms=_roll_jitter(self.config),
+            suffix=suffix,
+            create=create,
+        )
+
+    def _remove_temporary_files(self) -> list[int]:
+        """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return
+        the bases of `.log.swap` files (finished compactions to complete)."""
+        swaps: list[int] = []
+        logs: set[int] = set()
+        names = os.listdir(self.dir_path)
+        for name in names:
+            base = offset_from_filename(name)
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+                (self.dir_path / name).unlink(missing_ok=True)
+            elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                swaps.append(base)
+            elif base is not None and name.endswith(SWAP_SUFFIX):
+                # index swaps: the swapped segment's indexes are rebuilt, never trusted
+                (self.dir_path / name).unlink(missing_ok=True)
+            elif base is not None and name.endswith(LOG_SUFFIX):
+                logs.add(base)
+        for name in names:
+            base = offset_from_filename(name)
+            if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
+                log.info("deleting orphan index file %s/%s", self.dir_path, name)
+                (self.dir_path / name).unlink(missing_ok=True)
+        return sorted(swaps)
+
+    def _complete_swap(self, base: int) -> None:
+        """A crash happened after a compacted segment became `.swap`: it holds everything of the
+        segments it covers, so delete those and rename the swap into place."""
+        swap = self._new_segment(base, suffix=SWAP_SUFFIX, create=False)
+        try:
+            swap.recover()
+            end = swap.read_next_offset()
+        except BaseException:
+            swap.close_quietly()
+            raise
+        if swap.size == 0:
+            log.warning("%s is empty; discarding it", swap.log_path)
+            swap.delete_files()
+            return
+        for name in os.listdir(self.dir_path):
+            old = offset_from_filename(name)
+            if old is not None and base <= old < end and name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES)):
+                (self.dir_path / name).unlink(missing_ok=True)
+        swap.change_suffix("")
+        swap.close()
+        log.info("completed the interrupted swap of %s (offsets %d..%d)", swap.log_path, base, end)
+
+    def _load(
+        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
+    ) -> None:
+        for base in self._remove_temporary_files():
+            self._complete_swap(base)
+        bases = sorted(
+            b
+            for name in os.listdir(self.dir_path)
+            if name.endswith(LOG_SUFFIX) and (b := offset_from_filename(name)) is not None
+        )
+        for base in bases:
+            seg = self._new_segment(base, create=False)
+            if not seg.indexes_present():
+                # Kafka recovers such a segment; below the recovery point the data is trusted, so
+                # rebuilding the indexes from the batch headers is enough (done lazily)
+                log.info("%s has no index; it will be rebuilt", seg.log_path)
+            self._segments.append(seg)
+            self._bases.append(base)
+        if not had_clean_shutdown and self._segments:
+            self._recover_from(recovery_point)
+        if not self._segments:
+            self._add_segment(self._new_segment(log_start_offset))
+        active = self._segments[-1]
+        active.ensure_indexes()
+        self._leo = active.read_next_offset()
+        if self._leo < log_start_offset:
+            log.warning(
+                "%s: log end %d is below the log start %d; emptying it", self, self._leo, log_start_offset
+            )
+            self._delete_segments_now(list(self._segments))
+            self._add_segment(self._new_segment(log_start_offset))
+            self._leo = log_start_offset
+        self.log_start_offset = max(log_start_offset, self._bases[0])
+        self.recovery_point = self._leo if had_clean_shutdown else min(recovery_point, self._leo)
+        if rebuild_epochs and self._leo > self._bases[0]:
+            self._rebuild_epoch_cache()
+        self.epochs.truncate_from_end(self._leo)
+        self.epochs.truncate_from_start(self.log_start_offset)
+
+    def _recover_from(self, recovery_point: int) -> None:
+        """Re-validate every segment holding offsets >= `recovery_point`; after the first one that
+        had to be cut, drop all later segments."""
+        first = max(0, bisect_right(self._bases, recovery_point) - 1)
+        for i in range(first, len(self._segments)):
+            seg = self._segments[i]
+            cut = seg.recover(on_batch=self._epoch_from_recovered_batch)
+            if cut:
+                doomed = self._segments[i + 1 :]
+                if doomed:
+                    log.warning("%s: deleting %d segments after the corrupt one", self, len(doomed))
+                    self._delete_segments_now(doomed)
+                break
+        # Empty trailing segments hold no data; after a crash they may sit above a hole left by
+        # lost writes (a roll whose first batch never reached the disk). Dropping them makes the
+        # log end offset the end of the last intact batch.
+        while len(self._segments) > 1 and self._segments[-1].size == 0:
+            self._delete_segments_now([self._segments[-1]])
+
+    def _epoch_from_recovered_batch(self, header: BatchHeader) -> None:
+        epoch = header.partition_leader_epoch
+        latest = self.epochs.latest_epoch
+        if epoch >= 0 and (latest is None or epoch > latest):
+            self.epochs.assign(epoch, header.base_offset)
+
+    def _rebuild_epoch_cache(self) -> None:
+        self.epochs.clear()
+        for seg in self._segments:
+            for _, header in iter_file_headers(seg.fd, 0, seg.size):
+                self._epoch_from_recovered_batch(header)
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        self._dir_dirty = True
+
+    def _delete_segments_now(self, doomed: list[LogSegment]) -> None:
+        for seg in doomed:
+            i = self._segments.index(seg)
+            del self._segments[i]
+            del self._bases[i]
+            seg.delete_files()
+        self._dir_dirty = True
+
+    # ---- properties -----------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        with self._lock:
+            return sum(seg.size for seg in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segments, oldest first."""
+        with self._lock:
+            return list(self._segments)
+
+    def segment_bases(self) -> list[int]:
+        with self._lock:
+            return list(self._bases)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"{self.dir_path} is closed")
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply a changed topic config; new segments and future appends use it."""
+        with self._lock:
+            self.config = config
+            self._derive_config()
+
+    def _derive_config(self) -> None:
+        """Values the append path would otherwise recompute per call."""
+        config = self.config
+        self._log_append_time = config.message_timestamp_type == "LogAppendTime"
+        if config.compact and config.max_compaction_lag_ms > 0:
+            self._roll_ms = min(config.segment_ms, config.max_compaction_lag_ms)
+        else:
+            self._roll_ms = config.segment_ms
+
+    # ---- append ---------------------------------------------------------------------------------
+
+    def append(
+        self,
+        batches: bytearray | memoryview,
+        headers: list[BatchHeader],
+        *,
+        leader_epoch: int | None,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Append validated batches (`headers` from `validate_batches(batches)`).
+
+        As leader (`assign_offsets=True`) the batches get offsets from the log end and, when
+        `leader_epoch` is given, that epoch -- patched in place in `batches`, CRC untouched -- and
+        LogAppendTime topics get the append time stamped. As follower the offsets are kept and
+        must not go below the log end offset.
+        """
+        if not headers:
+            raise ValueError("append needs at least one batch")
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"{self.dir_path} is closed")
+            config = self.config
+            size = len(batches)
+            now_ms = int(self._clock() * 1000)
+            append_time = max_ts = NO_TIMESTAMP
+            if assign_offsets:
+                first = self._leo
+                limit = config.max_message_bytes
+                offset_of_max = offset = first
+                for h in headers:
+                    if h.size > limit:
+                        raise RecordTooLargeError(
+                            f"{self.dir_path.name}: batch of {h.size} bytes exceeds max.message.bytes={limit}"
+                        )
+                    offset += h.last_offset_delta + 1
+                    if h.max_timestamp > max_ts:
+                        max_ts, offset_of_max = h.max_timestamp, offset - 1
+                last = assign_batch_offsets(batches, headers, first, leader_epoch) - 1
+                if self._log_append_time:
+                    append_time = max_ts = now_ms
+                    offset_of_max = last
+                    self._stamp_append_time(batches, headers, now_ms)
+            else:
+                first, last = self._check_follower_offsets(headers)
+                offset_of_max = first
+                for h in headers:
+                    if h.max_timestamp > max_ts:
+                        max_ts, offset_of_max = h.max_timestamp, h.last_offset
+            if size > config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"{size} bytes can never fit in a segment of segment.bytes={config.segment_bytes}"
+                )
+            seg = self._segments[-1]
+            if seg.should_roll(now_ms, size, max_ts, last, config.segment_bytes, self._roll_ms):
+                seg = self._roll(first)
+            seg.append(batches, last, max_ts, offset_of_max)
+            self._leo = last + 1
+            if assign_offsets:
+                if leader_epoch is not None and leader_epoch >= 0:
+                    latest = self.epochs.latest_epoch
+                    if latest is None or leader_epoch > latest:
+                        self.epochs.assign(leader_epoch, first)
+            else:
+                self._assign_batch_epochs(headers)
+            if self._leo - self.recovery_point >= config.flush_messages:
+                self._flush(self._leo)
+            return AppendInfo(first, last, max_ts, offset_of_max, append_time, self.log_start_offset, size)
+
+    def _check_follower_offsets(self, headers: list[BatchHeader]) -> tuple[int, int]:
+        """A follower's batches keep the leader's offsets: never below the log end, increasing."""
+        first, last = headers[0].base_offset, headers[-1].last_offset
+        expected = self._leo
+        for h in headers:
+            if h.base_offset < expected:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.dir_path.name}: follower append at offset {h.base_offset} is below "
+                    f"{'the log end offset' if h is headers[0] else 'the previous batch end'} {expected}",
+                    first_offset=first,
+                    last_offset=last,
+                )
+            expected = h.base_offset + h.last_offset_delta + 1
+        return first, last
+
+    @staticmethod
+    def _stamp_append_time(batches: bytearray | memoryview, headers: list[BatchHeader], now_ms: int) -> None:
+        """LogAppendTime: set the timestamp-type bit and maxTimestamp (both under the CRC)."""
+        for h in headers:
+            _ATTRIBUTES.pack_into(batches, h.position + 21, h.attributes | TIMESTAMP_TYPE_MASK)
+            _TIMESTAMP.pack_into(batches, h.position + 35, now_ms)
+            rewrite_crc(batches, h.position, h.size)
+
+    def _assign_batch_epochs(self, headers: list[BatchHeader]) -> None:
+        """Follower: every batch's partitionLeaderEpoch above the latest one starts a new epoch."""
+        latest = self.epochs.latest_epoch
+        for h in headers:
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self.epochs.assign(epoch, h.base_offset)
+                latest = epoch
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
+        with self._lock:
+            self._check_open()
+            return self._roll(self._leo)
+
+    def _roll(self, expected_next_offset: int) -> LogSegment:
+        new_base = max(expected_next_offset, self._leo)
+        active = self._segments[-1]
+        if active.size == 0 and active.base_offset == new_base:
+            return active
+        if new_base <= active.base_offset:
+            raise StorageError(
+                f"{self}: cannot roll to {new_base}, the active segment starts at {active.base_offset}"
+            )
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            segment_file(self.dir_path, new_base, suffix).unlink(missing_ok=True)  # stale files
+        active.on_become_inactive()
+        seg = self._new_segment(new_base)
+        self._add_segment(seg)
+        self._roll_flush_offset = new_base
+        return seg
+
+    # ---- read -----------------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> FetchSlice:
+        """Whole batches from the one holding `offset`, within one segment.
+
+        At most `max_bytes`, but the whole first batch when `min_one_batch` (KIP-74); only batches
+        that end before `max_offset` (the high watermark, exclusive) when given. Raises
+        OffsetOutOfRangeError outside [log_start_offset, log_end_offset].
+        """
+        with self._lock:
+            self._check_open()
+            leo = self._leo
+            if offset < self.log_start_offset or offset > leo:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{self.log_start_offset}, {leo}] of {self.dir_path.name}",
+                    log_start_offset=self.log_start_offset,
+                    log_end_offset=leo,
+                )
+            end = leo if max_offset is None else min(max_offset, leo)
+            i = max(0, bisect_right(self._bases, offset) - 1)
+            while offset < end and i < len(self._segments):
+                seg = self._segments[i]
+                if end <= seg.base_offset:
+                    break
+                upper = self._bases[i + 1] if i + 1 < len(self._bases) else leo
+                max_position = seg.size
+                if end < upper:
+                    found = seg.translate_offset(end)
+                    if found is not None:
+                        max_position = found[0]
+                result = seg.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
+                if result is not None:
+                    position, size, first = result
+                    return FetchSlice(
+                        offset, seg.log_path, seg.fd, position, size, seg.base_offset, first.base_offset
+                    )
+                i += 1
+            return _empty_slice(offset)
+
+    def iter_batches(self, start_offset: int | None = None) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Every batch from the one holding `start_offset` (default: the log start) to the end, as
+        (header, bytes). For tools, tests and the group coordinator's load -- not the fetch path."""
+        offset = self.log_start_offset if start_offset is None else start_offset
+        while True:
+            chunk = self.read(offset, 1 << 20)
+            if chunk.is_empty:
+                return
+            data = chunk.read_bytes()
+            pos = 0
+            for h in iter_headers(data):
+                yield h, data[h.position : h.position + h.size]
+                pos = h.position + h.size
+                offset = h.next_offset
+            if pos == 0:
+                return
+
+    # ---- offsets by timestamp -------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the first record with
+        timestamp >= `timestamp` (None when there is none)."""
+        with self._lock:
+            self._check_open()
+            if timestamp == EARLIEST_TIMESTAMP:
+                first = self.epochs.earliest_entry
+                epoch = first[0] if first is not None and first[1] <= self.log_start_offset else None
+                return TimestampOffset(self.log_start_offset, NO_TIMESTAMP, epoch)
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampOffset(self._leo, NO_TIMESTAMP, self.epochs.latest_epoch)
+            if timestamp == MAX_TIMESTAMP:
+                best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+                if best.max_timestamp_so_far < 0:
+                    return None
+                return TimestampOffset(
+                    best.offset_of_max_timestamp_so_far, best.max_timestamp_so_far, self.epochs.latest_epoch
+                )
+            if timestamp < 0:
+                raise ValueError(f"invalid ListOffsets timestamp {timestamp}")
+            for seg in self._segments:
+                if seg.largest_timestamp >= timestamp:
+                    found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                    if found is not None:
+                        epoch = (
+                            found.leader_epoch
+                            if found.leader_epoch is not None and found.leader_epoch >= 0
+                            else None
+                        )
+                        return TimestampOffset(found.offset, found.timestamp, epoch)
+            return None
+
+    # ---- truncation and log start -----------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at and after `offset` (follower truncation). True when data was removed.
+
+        The whole batch holding `offset` goes; the log end offset becomes `offset` (Kafka's rule).
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            if offset >= self._leo:
+                self.epochs.truncate_from_end(offset)
+                return False
+            if offset < self._bases[0]:
+                self._truncate_fully(offset)
+                return True
+            doomed = [seg for seg in self._segments if seg.base_offset > offset]
+            self._schedule_delete(doomed)
+            active = self._segments[-1]
+            active.ensure_indexes()
+            active.truncate_to(offset, self._now_ms())
+            self._leo = offset
+            self.recovery_point = min(self.recovery_point, offset)
+            self.log_start_offset = min(self.log_start_offset, offset)
+            self.epochs.truncate_from_end(offset)
+            if self._roll_flush_offset > offset:
+                self._roll_flush_offset = -1
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete all data and restart the log empty at `offset` (follower out of range)."""
+        if offset < 0:
+            raise ValueError(f"cannot restart a log at negative offset {offset}")
+        with self._lock:
+            self._check_open()
+            self._truncate_fully(offset)
+
+    def _truncate_fully(self, offset: int) -> None:
+        doomed = list(self._segments)
+        self._schedule_delete(doomed, keep_active=False)
+        self._add_segment(self._new_segment(offset))
+        self._leo = self.log_start_offset = self.recovery_point = offset
+        self._roll_flush_offset = -1
+        self.epochs.clear()
+
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset (DeleteRecords, follower catching up with the leader's).
+
+        The caller checks `offset <= high watermark`; here it must not pass the log end offset.
+        Whole segments below it are removed by the next retention check.
+        """
+        with self._lock:
+            self._check_open()
+            if offset > self._leo:
+                raise OffsetOutOfRangeError(
+                    f"{self.dir_path.name}: log start {offset} would pass the log end {self._leo}",
+                    log_start_offset=self.log_start_offset,
+                    log_end_offset=self._leo,
+                )
+            if offset <= self.log_start_offset:
+                return False
+            self.log_start_offset = offset
+            self.epochs.truncate_from_start(offset)
+            return True
+
+    # ---- retention ------------------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None, high_watermark: int | None = None) -> int:
+        """Retention (Kafka §4): whole segments, oldest first, never above `high_watermark`
+        (default: the log end). Time and size rules apply only with cleanup.policy delete; the
+        log-start rule always. Returns the number of segments deleted."""
+        with self._lock:
+            self._check_open()
+            now = self._now_ms() if now_ms is None else now_ms
+            hw = self._leo if high_watermark is None else min(high_watermark, self._leo)
+            config = self.config
+            deleted = 0
+            if config.delete:
+                if config.retention_ms >= 0:
+                    deleted += self._delete_prefix(retention_ms_breached(now, config.retention_ms), hw, now)
+                if config.retention_bytes >= 0:
+                    total = sum(seg.size for seg in self._segments)
+                    deleted += self._delete_prefix(
+                        retention_size_breached(total, config.retention_bytes), hw, now
+                    )
+            deleted += self._delete_prefix(log_start_offset_breached(self.log_start_offset), hw, now)
+            self.delete_expired_files(now)
+            return deleted
+
+    def _delete_prefix(self, predicate, high_watermark: int, now_ms: int) -> int:
+        n = deletable_prefix(self._segments, self._leo, high_watermark, predicate)
+        if n == 0:
+            return 0
+        if n == len(self._segments):
+            self._roll(self._leo)  # never delete the active segment: replace it with an empty one
+        doomed = self._segments[:n]
+        self._schedule_delete(doomed, now_ms=now_ms)
+        if self._bases[0] > self.log_start_offset:
+            self.log_start_offset = self._bases[0]
+            self.epochs.truncate_from_start(self.log_start_offset)
+        return n
+
+    def _schedule_delete(
+        self, doomed: list[LogSegment], *, keep_active: bool = True, now_ms: int | None = None
+    ) -> None:
+        """Remove segments from the log, rename their files `.deleted` and delete them after
+        file.delete.delay.ms (at once when 0)."""
+        if not doomed:
+            return
+        due = (self._now_ms() if now_ms is None else now_ms) + self.config.file_delete_delay_ms
+        for seg in doomed:
+            i = self._segments.index(seg)
+            del self._segments[i]
+            del self._bases[i]
+            try:
+                seg.change_suffix(DELETED_SUFFIX)
+            except OSError as e:
+                # the in-memory view no longer matches the disk: stop using this log; the next
+                # load rebuilds a consistent one from the files (Kafka takes the dir offline)
+                self._fail(e)
+            self._pending_deletes.append((due, seg))
+        self._dir_dirty = True
+        if keep_active and not self._segments:
+            raise StorageError(f"{self}: deleted the active segment")
+        if self.config.file_delete_delay_ms <= 0:
+            self.delete_expired_files(due)
+
+    def delete_expired_files(self, now_ms: int) -> int:
+        """Physically delete `.deleted` segments whose delay has passed. Returns how many."""
+        with self._lock:
+            if self._cleaning and not self._closed:
+                return 0
+            keep, done = [], 0
+            for due, seg in self._pending_deletes:
+                if due <= now_ms:
+                    seg.delete_files()
+                    done += 1
+                else:
+                    keep.append((due, seg))
+            self._pending_deletes = keep
+            return done
+
+    # ---- flush ----------------------------------------------------------------------------------
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync the segments holding [recovery point, up_to) (default: the log end) and move the
+        recovery point there."""
+        with self._lock:
+            self._check_open()
+            self._flush(self._leo if up_to is None else min(up_to, self._leo))
+
+    def _flush(self, up_to: int) -> None:
+        start = self.recovery_point
+        if up_to > start:
+            first = max(0, bisect_right(self._bases, start) - 1)
+            for i in range(first, len(self._segments)):
+                if self._bases[i] >= up_to:
+                    break
+                self._segments[i].flush()
+            self.recovery_point = up_to
+        if self._dir_dirty:
+            fsync_dir(self.dir_path)
+            self._dir_dirty = False
+        if self._roll_flush_offset <= up_to:
+            self._roll_flush_offset = -1
+        self.last_flush_ms = self._now_ms()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """The manager's periodic flush: flush.ms elapsed, or a rolled segment not yet fsynced."""
+        with self._lock:
+            if self._closed:
+                return False
+            if self._roll_flush_offset >= 0:
+                self._flush(self._roll_flush_offset)
+                return True
+            if now_ms - self.last_flush_ms >= self.config.flush_ms and self._leo > self.recovery_point:
+                self._flush(self._leo)
+                return True
+            return False
+
+    # ---- compaction support ---------------------------------------------------------------------
+
+    def begin_cleaning(self) -> bool:
+        """The cleaner is about to read segments without the lock: keep their files open until
+        `end_cleaning`. False when the log is closed or another round is running."""
+        with self._lock:
+            if self._closed or self._cleaning:
+                return False
+            self._cleaning = 1
+            self.cleaning_aborted = False
+            return True
+
+    def end_cleaning(self) -> None:
+        with self._lock:
+            self._cleaning = 0
+            self._cleaning_done.notify_all()
+            if not self._closed:
+                self.delete_expired_files(self._now_ms())  # deletes that waited for the cleaner
+
+    def _abort_cleaning(self, timeout: float = 60.0) -> None:
+        """Ask a running cleaner to stop and wait for it (Kafka's abortCleaning)."""
+        if self._cleaning:
+            self.cleaning_aborted = True
+            if not self._cleaning_done.wait_for(lambda: not self._cleaning, timeout):
+                log.error("%s: the cleaner did not stop within %.0f s", self, timeout)
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """An empty `<base>.log.cleaned` segment (with indexes) for the cleaner to fill."""
+        with self._lock:
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_file(self.dir_path, base_offset, suffix, CLEANED_SUFFIX).unlink(missing_ok=True)
+            return self._new_segment(base_offset, suffix=CLEANED_SUFFIX)
+
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """Swap a finished `.cleaned` segment in for `old` (Kafka's replaceSegments):
+        `.cleaned` -> `.swap`, old segments -> `.deleted`, `.swap` -> final name. A crash at any
+        point is completed or undone by the next load (`_complete_swap`)."""
+        with self._lock:
+            self._check_open()
+            if any(seg not in self._segments for seg in old):
+                raise CleaningAbortedError(f"{self}: segments changed during cleaning")
+            if old[-1] is self._segments[-1]:
+                raise StorageError(f"{self}: the active segment cannot be replaced")
+            cleaned.change_suffix(SWAP_SUFFIX)  # failing here changes nothing: the caller cleans up
+            self._schedule_delete(old)
+            try:
+                cleaned.change_suffix("")
+            except OSError as e:
+                self._fail(e)
+            i = bisect_right(self._bases, cleaned.base_offset)
+            self._segments.insert(i, cleaned)
+            self._bases.insert(i, cleaned.base_offset)
+            self._dir_dirty = True
+            fsync_dir(self.dir_path)
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    def _fail(self, error: OSError) -> None:
+        """An I/O error in the middle of a multi-step change: close without writing anything more
+        and raise. Every such change is ordered so that the next load completes or undoes it."""
+        log.error("%s: I/O error, closing the log: %s", self, error)
+        self.close_without_flush()
+        raise StorageError(f"{self.dir_path}: {error}") from error
+
+    def close(self) -> None:
+        """Write out the indexes (with the final time entry) and close every file. No fsync:
+        call `flush()` first for durability (the manager's shutdown does)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._abort_cleaning()
+            self._closed = True
+            self.delete_expired_files(1 << 62)
+            for seg in self._segments:
+                seg.close_quietly()
+
+    def close_without_flush(self) -> None:
+        """Close descriptors without writing anything more -- what a crash leaves on disk (tests,
+        failed loads)."""
+        with self._lock:
+            self._closed = True
+            for seg in [*self._segments, *(s for _, s in self._pending_deletes)]:
+                seg.closed = True
+                for idx in (seg.index, seg.time_index):
+                    idx._pending.clear()
+                    if idx._fd is not None:
+                        os.close(idx._fd)
+                        idx._fd = None
+                if seg._fd is not None:
+                    os.close(seg._fd)
+                    seg._fd = None
+
+    def delete(self) -> None:
+        """Close the log and remove its directory."""
+        with self._lock:
+            self.close()
+            shutil.rmtree(self.dir_path, ignore_errors=True)

@@ -1,0 +1,490 @@
+"""All partition logs of one broker over its `log.dirs` (Kafka's LogManager).
+
+Startup, per log dir: take the `.lock` (an fcntl lock, as Kafka's FileChannel.tryLock; a second
+process -- or a second manager in this process -- fails with LogDirLockedError), check or write
+`meta.properties` (v0: version, broker.id, cluster.id), note and delete `.kafka_cleanshutdown`
+*before* loading (a crash while loading counts as unclean), read the checkpoints (a malformed one
+is logged and ignored: recovery then starts from 0, which is slow but safe) and open every
+`<topic>-<partition>` dir. `-delete` dirs left by an earlier run are queued for deletion.
+
+Periodic work is exposed as plain synchronous methods for the broker to schedule
+(`check_retention`, `flush_dirty_logs`, `checkpoint_*`, `run_cleaner`, `delete_pending`). They
+can fsync or rewrite segments, so the broker should run them off its event loop.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from zkafka.storage.checkpoint import (
+    CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    check_meta_properties,
+    fsync_dir,
+    read_meta_properties,
+    write_meta_properties,
+)
+from zkafka.storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, CleanResult, clean_log, cleanable_range
+from zkafka.storage.config import LogConfig
+from zkafka.storage.errors import (
+    CheckpointError,
+    LogDirLockedError,
+    LogNotFoundError,
+    StorageError,
+)
+from zkafka.storage.log import Log
+from zkafka.storage.naming import (
+    TopicPartition,
+    delete_dir_name,
+    is_special_dir_name,
+    parse_delete_dir_name,
+    parse_partition_dir_name,
+    partition_dir_name,
+)
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+
+# Dirs locked by this process: fcntl locks are per process, so they cannot see a second
+# LogManager of the same process on the same dir.
+_locked_in_process: set[str] = set()
+_locked_guard = threading.Lock()
+
+
+class _DirLock:
+    def __init__(self, log_dir: Path) -> None:
+        self.key = os.path.realpath(log_dir)
+        with _locked_guard:
+            if self.key in _locked_in_process:
+                raise LogDirLockedError(f"{log_dir} is already in use by this process")
+            fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise LogDirLockedError(
+                    f"{log_dir} is locked by another process (is another broker using it?)"
+                ) from None
+            _locked_in_process.add(self.key)
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        with _locked_guard:
+            if self.fd is not None:
+                os.close(self.fd)  # closing the descriptor drops the fcntl lock
+                self.fd = None
+                _locked_in_process.discard(self.key)
+
+
+def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    try:
+        return OffsetCheckpointFile(path).read()
+    except (CheckpointError, OSError) as e:
+        log.warning("ignoring unreadable checkpoint %s: %s", path, e)
+        return {}
+
+
+class LogManager:
+    """Owns every `Log` of this broker. Methods are thread-safe."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[Path],
+        default_config: LogConfig,
+        *,
+        broker_id: int,
+        cluster_id: str | None = None,
+        clock: Callable[[], float] = time.time,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(d).absolute() for d in log_dirs]
+        if len({os.path.realpath(d) for d in self.log_dirs}) != len(self.log_dirs):
+            raise ValueError(f"duplicate log dirs in {self.log_dirs}")
+        self.default_config = default_config
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self._clock = clock
+        self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
+        self.dedupe_buffer_bytes = dedupe_buffer_bytes
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._locks: list[_DirLock] = []
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+        self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        self._closed = False
+        try:
+            for d in self.log_dirs:
+                self._open_dir(d)
+        except BaseException:
+            self._abort_startup()
+            raise
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ---- startup --------------------------------------------------------------------------------
+
+    def _open_dir(self, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._locks.append(_DirLock(log_dir))
+        props = read_meta_properties(log_dir)
+        if props is None:
+            write_meta_properties(log_dir, self.broker_id, self.cluster_id)
+        else:
+            stored = check_meta_properties(props, log_dir, self.broker_id, self.cluster_id)
+            if self.cluster_id is None:
+                self.cluster_id = stored
+            elif stored is None:
+                write_meta_properties(log_dir, self.broker_id, self.cluster_id)
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        if clean:
+            marker.unlink()
+            fsync_dir(log_dir)
+        self.had_clean_shutdown[log_dir] = clean
+        recovery = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        self._high_watermarks.update(_read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT))
+        self._cleaner_offsets.update(_read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT))
+        for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
+            if not entry.is_dir():
+                continue
+            tp = parse_partition_dir_name(entry.name)
+            if tp is None or is_special_dir_name(entry.name):
+                if parse_delete_dir_name(entry.name) is not None:
+                    self._pending_dir_deletes.append((0, Path(entry.path)))
+                elif is_special_dir_name(entry.name):
+                    log.warning("leaving %s alone (future/stray dirs are not supported)", entry.path)
+                continue
+            if tp in self._logs:
+                raise StorageError(f"duplicate log dirs for {tp}: {self._dir_of[tp]} and {log_dir}")
+            self._logs[tp] = Log(
+                Path(entry.path),
+                self.config_for(tp.topic),
+                recovery_point=recovery.get(tp, 0),
+                log_start_offset=starts.get(tp, 0),
+                had_clean_shutdown=clean,
+                clock=self._clock,
+                topic_partition=tp,
+            )
+            self._dir_of[tp] = log_dir
+        log.info(
+            "loaded %d logs from %s (clean shutdown: %s)", self.logs_in_dir_count(log_dir), log_dir, clean
+        )
+
+    def _abort_startup(self) -> None:
+        for lg in self._logs.values():
+            lg.close_without_flush()
+        for lock in self._locks:
+            lock.release()
+
+    # ---- configs --------------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def update_topic_config(self, topic: str, config: LogConfig | None) -> None:
+        """A dynamic topic config change (None: back to the broker defaults)."""
+        with self._lock:
+            if config is None:
+                self._topic_configs.pop(topic, None)
+            else:
+                self._topic_configs[topic] = config
+            for tp, lg in self._logs.items():
+                if tp.topic == topic:
+                    lg.update_config(self.config_for(topic))
+
+    def update_default_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.default_config = config
+            for tp, lg in self._logs.items():
+                if tp.topic not in self._topic_configs:
+                    lg.update_config(config)
+
+    # ---- logs -----------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get(TopicPartition(topic, partition))
+
+    def log_or_raise(self, topic: str, partition: int) -> Log:
+        lg = self.get_log(topic, partition)
+        if lg is None:
+            raise LogNotFoundError(f"no log for {topic}-{partition} on broker {self.broker_id}")
+        return lg
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get(TopicPartition(topic, partition))
+
+    def logs_in_dir_count(self, log_dir: Path) -> int:
+        return sum(1 for d in self._dir_of.values() if d == log_dir)
+
+    def _next_log_dir(self) -> Path:
+        """The dir holding the fewest partitions (ties: the first listed), Kafka's rule."""
+        return min(self.log_dirs, key=self.logs_in_dir_count)
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        tp = TopicPartition(topic, partition)
+        with self._lock:
+            self._check_open()
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            if partition < 0 or not topic or "/" in topic or topic in (".", ".."):
+                raise ValueError(f"invalid topic-partition {topic!r}-{partition}")
+            if config is not None:
+                self._topic_configs[topic] = config
+            log_dir = self._next_log_dir()
+            lg = Log(
+                log_dir / partition_dir_name(tp),
+                self.config_for(topic),
+                clock=self._clock,
+                had_clean_shutdown=True,
+                topic_partition=tp,
+            )
+            fsync_dir(log_dir)
+            self._logs[tp] = lg
+            self._dir_of[tp] = log_dir
+            return lg
+
+    def delete_log(self, topic: str, partition: int) -> Path | None:
+        """Close the log and rename its dir `<t>-<p>.<uuid>-delete`; the files go after
+        file.delete.delay.ms (`delete_pending`). Returns the renamed dir, None if no such log."""
+        tp = TopicPartition(topic, partition)
+        with self._lock:
+            lg = self._logs.pop(tp, None)
+            if lg is None:
+                return None
+            log_dir = self._dir_of.pop(tp)
+            self._cleaner_offsets.pop(tp, None)
+            self._high_watermarks.pop(tp, None)
+            lg.close()
+            target = log_dir / delete_dir_name(tp)
+            os.replace(lg.dir_path, target)
+            fsync_dir(log_dir)
+            self._checkpoint_dir(log_dir)
+            due = self._now_ms() + lg.config.file_delete_delay_ms
+            self._pending_dir_deletes.append((due, target))
+            if lg.config.file_delete_delay_ms <= 0:
+                self.delete_pending(due)
+            return target
+
+    def delete_pending(self, now_ms: int | None = None) -> int:
+        """Remove `-delete` dirs and `.deleted` segment files whose delay has passed."""
+        now = self._now_ms() if now_ms is None else now_ms
+        done = 0
+        with self._lock:
+            keep = []
+            for due, path in self._pending_dir_deletes:
+                if due <= now:
+                    shutil.rmtree(path, ignore_errors=True)
+                    done += 1
+                else:
+                    keep.append((due, path))
+            self._pending_dir_deletes = keep
+            logs = list(self._logs.values())
+        for lg in logs:
+            done += lg.delete_expired_files(now)
+        return done
+
+    # ---- truncation (replication) -----------------------------------------------------------------
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        """Follower truncation: truncate, lower the cleaner checkpoint, rewrite the recovery points."""
+        tp = TopicPartition(topic, partition)
+        lg = self.log_or_raise(topic, partition)
+        truncated = lg.truncate_to(offset)
+        if truncated:
+            self._after_truncation(tp, lg)
+        return truncated
+
+    def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
+        tp = TopicPartition(topic, partition)
+        lg = self.log_or_raise(topic, partition)
+        lg.truncate_fully_and_start_at(offset)
+        self._after_truncation(tp, lg)
+
+    def _after_truncation(self, tp: TopicPartition, lg: Log) -> None:
+        with self._lock:
+            active_base = lg.active_segment.base_offset
+            if self._cleaner_offsets.get(tp, -1) > active_base:
+                self._cleaner_offsets[tp] = active_base
+            log_dir = self._dir_of.get(tp)
+        if log_dir is not None:
+            self._checkpoint_dir(log_dir, recovery=True, starts=False, cleaner=True)
+
+    # ---- periodic tasks -------------------------------------------------------------------------
+
+    def check_retention(
+        self, now_ms: int | None = None, high_watermarks: Callable[[TopicPartition], int | None] | None = None
+    ) -> int:
+        """Retention over every log (`Log.delete_old_segments`). `high_watermarks(tp)` bounds what
+        may go; when it returns None the log is skipped this round. Without the callable the log
+        end offset is the bound (a single replica). Returns the segments deleted."""
+        now = self._now_ms() if now_ms is None else now_ms
+        deleted = 0
+        for tp, lg in self.all_logs().items():
+            hw = None
+            if high_watermarks is not None:
+                hw = high_watermarks(tp)
+                if hw is None:
+                    continue
+            try:
+                deleted += lg.delete_old_segments(now, hw)
+            except StorageError as e:
+                log.warning("retention of %s failed: %s", tp, e)
+        self.delete_pending(now)
+        return deleted
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """fsync logs whose flush.ms passed or that rolled a segment since their last flush."""
+        now = self._now_ms() if now_ms is None else now_ms
+        flushed = 0
+        for tp, lg in self.all_logs().items():
+            try:
+                flushed += lg.flush_if_due(now)
+            except (OSError, StorageError) as e:
+                log.warning("flushing %s failed: %s", tp, e)
+        return flushed
+
+    def run_cleaner(self, now_ms: int | None = None) -> tuple[TopicPartition, CleanResult] | None:
+        """Compact the filthiest eligible log (one per call); None when none is eligible."""
+        now = self._now_ms() if now_ms is None else now_ms
+        best: tuple[float, TopicPartition, Log] | None = None
+        for tp, lg in self.all_logs().items():
+            if not lg.config.compact or lg.closed:
+                continue
+            try:
+                rng = cleanable_range(lg, self._cleaner_offsets.get(tp), now)
+            except (OSError, StorageError) as e:
+                log.warning("cannot assess %s for cleaning: %s", tp, e)
+                continue
+            if rng.eligible(lg.config.min_cleanable_dirty_ratio) and (
+                best is None or rng.dirty_ratio > best[0]
+            ):
+                best = (rng.dirty_ratio, tp, lg)
+        if best is None:
+            return None
+        _, tp, lg = best
+        result = clean_log(
+            lg, self._cleaner_offsets.get(tp), now, dedupe_buffer_bytes=self.dedupe_buffer_bytes, force=True
+        )
+        if result is None:
+            return None
+        with self._lock:
+            if tp in self._logs:
+                self._cleaner_offsets[tp] = result.end_offset
+                self._checkpoint_dir(self._dir_of[tp], recovery=False, starts=False, cleaner=True)
+        return tp, result
+
+    def cleaner_offset(self, topic: str, partition: int) -> int | None:
+        return self._cleaner_offsets.get(TopicPartition(topic, partition))
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+
+    def _checkpoint_dir(
+        self, log_dir: Path, *, recovery: bool = True, starts: bool = True, cleaner: bool = True
+    ) -> None:
+        with self._lock:
+            logs = {tp: lg for tp, lg in self._logs.items() if self._dir_of[tp] == log_dir}
+            if recovery:
+                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: lg.recovery_point for tp, lg in logs.items()}
+                )
+            if starts:
+                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
+                    {
+                        tp: lg.log_start_offset
+                        for tp, lg in logs.items()
+                        if lg.log_start_offset > lg.segment_bases()[0]
+                    }
+                )
+            if cleaner:
+                OffsetCheckpointFile(log_dir / CLEANER_OFFSET_CHECKPOINT).write(
+                    {tp: off for tp, off in self._cleaner_offsets.items() if tp in logs}
+                )
+
+    def checkpoint_recovery_points(self) -> None:
+        for d in self.log_dirs:
+            self._checkpoint_dir(d, recovery=True, starts=False, cleaner=False)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d in self.log_dirs:
+            self._checkpoint_dir(d, recovery=False, starts=True, cleaner=False)
+
+    def checkpoint_cleaner_offsets(self) -> None:
+        for d in self.log_dirs:
+            self._checkpoint_dir(d, recovery=False, starts=False, cleaner=True)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions."""
+        with self._lock:
+            self._high_watermarks.update({tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+            for d in self.log_dirs:
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+                    {tp: hw for tp, hw in self._high_watermarks.items() if self._dir_of.get(tp) == d}
+                )
+
+    def high_watermark_checkpoint(self, topic: str, partition: int) -> int | None:
+        """The HW read from (or last written to) `replication-offset-checkpoint`."""
+        return self._high_watermarks.get(TopicPartition(topic, partition))
+
+    # ---- shutdown -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("the log manager is shut down")
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write all checkpoints and, for each dir where all of that
+        worked, the `.kafka_cleanshutdown` marker; release the dir locks."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            failed: set[Path] = set()
+            for tp, lg in self._logs.items():
+                try:
+                    lg.flush()
+                    lg.close()
+                except (OSError, StorageError) as e:
+                    log.error("closing %s failed: %s", tp, e)
+                    failed.add(self._dir_of[tp])
+                    lg.close_without_flush()
+            for d in self.log_dirs:
+                try:
+                    self._checkpoint_dir(d)
+                    if d not in failed:
+                        (d / CLEAN_SHUTDOWN_FILE).touch()
+                        fsync_dir(d)
+                except OSError as e:
+                    log.error("writing the checkpoints of %s failed: %s", d, e)
+            for lock in self._locks:
+                lock.release()
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -1,0 +1,485 @@
+"""One segment of a partition log: `<base>.log` plus its `.index` and `.timeindex`.
+
+The segment appends whole record sets, keeps Kafka's sparse-index rule (an offset entry -- and a
+time entry -- whenever more than `index.interval.bytes` were written since the last one; the entry
+maps the set's *last* offset to the position where the set *starts*, so the first set of a segment
+never gets one), translates offsets to file positions and re-validates itself after a crash.
+
+Indexes are loaded lazily and rebuilt from the `.log` when missing or failing their sanity checks
+(see `zkafka.storage.index`). All file access is `os.pread` / `os.write` on raw descriptors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError
+from zkafka.storage.errors import CorruptIndexError, LogClosedError, StorageError
+from zkafka.storage.index import INT32_MAX, OffsetIndex
+from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
+from zkafka.storage.time_index import NO_TIMESTAMP, TimeIndex
+
+log = logging.getLogger(__name__)
+
+_BAD_BATCH = (CorruptRecordError, InvalidRecordError)
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    """A ListOffsets answer: the first record at or after a timestamp (or a special offset)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None = None
+
+
+class LogSegment:
+    """A segment's files and in-memory state. Not thread-safe: `Log` serialises access."""
+
+    def __init__(
+        self,
+        dir_path: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        created_ms: int,
+        roll_jitter_ms: int = 0,
+        suffix: str = "",
+        create: bool = False,
+    ) -> None:
+        self.dir_path = dir_path
+        self.base_offset = base_offset
+        self.suffix = suffix
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.created_ms = created_ms
+        self.log_path = segment_file(dir_path, base_offset, LOG_SUFFIX, suffix)
+        self.index = OffsetIndex(
+            segment_file(dir_path, base_offset, INDEX_SUFFIX, suffix),
+            base_offset,
+            max_index_bytes,
+            create=create,
+        )
+        self.time_index = TimeIndex(
+            segment_file(dir_path, base_offset, TIME_INDEX_SUFFIX, suffix),
+            base_offset,
+            max_index_bytes,
+            create=create,
+        )
+        self._fd: int | None = None
+        self.closed = False  # after close()/delete_files(): never reopen the file by accident
+        if create:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+            self.size = 0
+            self._max_ts: int | None = NO_TIMESTAMP
+            self._offset_of_max_ts = base_offset
+            self._rolling_ts: int | None = NO_TIMESTAMP
+        else:
+            self.size = os.stat(self.log_path).st_size
+            self._max_ts = None  # unknown until needed: read from the time index
+            self._offset_of_max_ts = base_offset
+            self._rolling_ts = None if self.size else NO_TIMESTAMP
+        self.bytes_since_last_index_entry = 0
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path.name}, size={self.size})"
+
+    # ---- descriptors and indexes ----------------------------------------------------------------
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            if self.closed:
+                raise LogClosedError(f"{self.log_path} is closed")
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
+        return self._fd
+
+    def ensure_indexes(self) -> None:
+        """Load both indexes, rebuilding them from the `.log` when missing or corrupt."""
+        if self.index.loaded and self.time_index.loaded:
+            return
+        try:
+            self.index.load(self.size)
+            self.time_index.load(self.size)
+        except (CorruptIndexError, FileNotFoundError) as e:
+            log.warning("rebuilding indexes of %s: %s", self.log_path, e)
+            self.rebuild_indexes()
+
+    def indexes_present(self) -> bool:
+        return self.index.path.exists() and self.time_index.path.exists()
+
+    # ---- timestamps -----------------------------------------------------------------------------
+
+    def _ensure_max_timestamp(self) -> None:
+        if self._max_ts is not None:
+            return
+        try:
+            ts, offset = self.time_index.read_last_entry()
+        except (CorruptIndexError, FileNotFoundError) as e:
+            log.warning("rebuilding indexes of %s: %s", self.log_path, e)
+            self.rebuild_indexes()
+            return
+        self._max_ts, self._offset_of_max_ts = ts, offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        self._ensure_max_timestamp()
+        assert self._max_ts is not None
+        return self._max_ts
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        self._ensure_max_timestamp()
+        return self._offset_of_max_ts
+
+    @property
+    def last_modified_ms(self) -> int:
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp, or the `.log` mtime when no batch has one (Kafka's rule)."""
+        ts = self.max_timestamp_so_far
+        return ts if ts >= 0 else self.last_modified_ms
+
+    def first_batch_timestamp(self) -> int:
+        """The max timestamp of the segment's first appended set (-1 when empty or unknown)."""
+        return self._rolling_based_timestamp()
+
+    def _rolling_based_timestamp(self) -> int:
+        if self._rolling_ts is None:
+            first = next(iter_file_headers(self.fd, 0, self.size), None)
+            self._rolling_ts = first[1].max_timestamp if first else NO_TIMESTAMP
+        return self._rolling_ts
+
+    def time_waited_for_roll(self, now_ms: int, max_timestamp_in_messages: int) -> int:
+        first_ts = self._rolling_ts
+        if first_ts is None:
+            first_ts = self._rolling_based_timestamp()
+        if first_ts >= 0:
+            return max_timestamp_in_messages - first_ts
+        return now_ms - self.created_ms
+
+    def should_roll(
+        self,
+        now_ms: int,
+        messages_size: int,
+        max_timestamp_in_messages: int,
+        max_offset_in_messages: int,
+        segment_bytes: int,
+        max_segment_ms: int,
+    ) -> bool:
+        """Kafka's `shouldRoll`: size, time (with jitter), full index, offset overflow."""
+        size = self.size
+        if size > segment_bytes - messages_size:
+            return True
+        if size > 0:
+            waited = self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return True
+        index, time_index = self.index, self.time_index
+        if not (index.loaded and time_index.loaded):
+            self.ensure_indexes()
+        return (
+            index.is_full
+            or time_index.is_full
+            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+        )
+
+    # ---- writing --------------------------------------------------------------------------------
+
+    def append(
+        self,
+        data: bytes | bytearray | memoryview,
+        largest_offset: int,
+        largest_timestamp: int,
+        offset_of_max_timestamp: int,
+    ) -> None:
+        """Append a set of whole batches (already validated and given their offsets)."""
+        position = self.size
+        fd = self._fd if self._fd is not None else self.fd
+        try:
+            write_all(fd, data)
+        except OSError as e:
+            try:  # leave no partial set behind; recovery would cut it anyway
+                os.ftruncate(fd, position)
+            except OSError:
+                pass
+            raise StorageError(f"write to {self.log_path} failed: {e}") from e
+        n = len(data)
+        self.size = position + n
+        if position == 0:
+            self._rolling_ts = largest_timestamp
+        max_ts = self._max_ts
+        if max_ts is None:
+            max_ts = self.max_timestamp_so_far
+        if largest_timestamp > max_ts:
+            self._max_ts = max_ts = largest_timestamp
+            self._offset_of_max_ts = offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self._add_index_entries(largest_offset, position, max_ts)
+            self.bytes_since_last_index_entry = n
+        else:
+            self.bytes_since_last_index_entry += n
+
+    def _add_index_entries(self, largest_offset: int, position: int, max_ts: int) -> None:
+        index, time_index = self.index, self.time_index
+        if not (index.loaded and time_index.loaded):
+            self.ensure_indexes()
+        # Offsets and the running max timestamp only grow, so these are Kafka's append and
+        # maybeAppend; a full index (only when a caller skipped should_roll: the cleaner's
+        # output) just stays sparser, which is still correct.
+        base = self.base_offset
+        index.try_append(largest_offset - base, position)
+        if max_ts >= 0:
+            time_index.try_append(max_ts, self._offset_of_max_ts - base)
+
+    def on_become_inactive(self) -> None:
+        """On roll: force the final time-index entry and write out the indexes."""
+        self.ensure_indexes()
+        self.time_index.maybe_append(self.max_timestamp_so_far, self._offset_of_max_ts, skip_full_check=True)
+        self.index.write_pending()
+        self.time_index.write_pending()
+
+    def flush(self) -> None:
+        """fsync the `.log` and both indexes."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    # ---- reading --------------------------------------------------------------------------------
+
+    def translate_offset(
+        self, offset: int, start_position: int = 0, *, retry: bool = True
+    ) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset >= `offset`, or None."""
+        self.ensure_indexes()
+        index_offset, index_position = self.index.lookup(offset)
+        position = max(index_position, start_position)
+        try:
+            for pos, header in iter_file_headers(self.fd, position, self.size):
+                if pos == index_position and index_position > 0 and header.last_offset != index_offset:
+                    raise CorruptIndexError(
+                        f"{self.index.path}: entry {index_offset} points at another batch"
+                    )
+                if header.last_offset >= offset:
+                    return pos, header
+            return None
+        except (*_BAD_BATCH, CorruptIndexError) as e:
+            if position == 0 or not retry:
+                raise StorageError(f"corrupt data in {self.log_path}: {e}") from e
+            log.warning("rebuilding indexes of %s: %s", self.log_path, e)
+            self.rebuild_indexes()
+            return self.translate_offset(offset, start_position, retry=False)
+
+    def read(
+        self, offset: int, max_bytes: int, *, max_position: int, min_one_batch: bool
+    ) -> tuple[int, int, BatchHeader] | None:
+        """(position, size, first header) of whole batches from the one containing `offset`, at most
+        `max_bytes` (but at least the first batch when `min_one_batch`, KIP-74) and never past
+        `max_position`. None when no batch of this segment holds `offset` or later."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return None
+        start, first = found
+        limit = min(max_position, self.size)  # a batch boundary: a batch start or the end
+        if start + first.size > limit:
+            return start, 0, first  # the first batch reaches past max_offset
+        if first.size >= max_bytes:
+            return start, (first.size if min_one_batch or first.size == max_bytes else 0), first
+        if start + max_bytes >= limit:
+            return start, limit - start, first
+        end = self._last_batch_boundary(start + first.size, start + max_bytes)
+        return start, end - start, first
+
+    def _last_batch_boundary(self, position: int, limit: int) -> int:
+        """The largest batch end <= `limit`, scanning forward from batch start `position`."""
+        _, index_position = self.index.lookup_by_position(limit)
+        start = index_position if index_position > position else position
+        try:
+            for pos, header in iter_file_headers(self.fd, start, limit):
+                start = pos + header.size
+            return start
+        except _BAD_BATCH:
+            if start == position:
+                raise
+        # the index entry did not point at a batch: walk from the known boundary instead
+        for pos, header in iter_file_headers(self.fd, position, limit):
+            position = pos + header.size
+        return position
+
+    def read_bytes(self, position: int, size: int) -> bytes:
+        return read_exactly(self.fd, size, position)
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty)."""
+        self.ensure_indexes()
+        _, position = self.index.lookup(self.index.last_offset)
+        next_offset = self.base_offset
+        for _, header in iter_file_headers(self.fd, position, self.size):
+            next_offset = header.next_offset
+        return next_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> TimestampOffset | None:
+        """The first record with timestamp >= `timestamp` and offset >= `starting_offset`."""
+        from zkafka.records.record import iter_records  # records are decoded only for one batch
+
+        self.ensure_indexes()
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self.index.lookup(max(ts_offset, starting_offset))
+        for pos, header in iter_file_headers(self.fd, position, self.size):
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            data = read_exactly(self.fd, header.size, pos)
+            for record in iter_records(data):
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return TimestampOffset(record.offset, record.timestamp, header.partition_leader_epoch)
+        return None
+
+    # ---- recovery and truncation ----------------------------------------------------------------
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        """Validate every batch (framing, CRC-32C, offsets), cut the file at the first bad one and
+        rebuild both indexes. Returns the number of bytes cut."""
+        return self._rebuild(check_crc=True, truncate=True, on_batch=on_batch)
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild both indexes from the batch headers without touching the `.log`."""
+        self._rebuild(check_crc=False, truncate=False, on_batch=None)
+
+    def _rebuild(
+        self, *, check_crc: bool, truncate: bool, on_batch: Callable[[BatchHeader], None] | None
+    ) -> int:
+        index, time_index = self.index, self.time_index
+        index.reset()
+        time_index.reset()
+        valid = 0
+        max_ts, offset_of_max = NO_TIMESTAMP, self.base_offset
+        first_ts = NO_TIMESTAMP
+        since_entry = 0
+        next_offset = self.base_offset
+        batches = (
+            ((p, h) for p, h, _ in iter_file_batches(self.fd, 0, self.size, check_crc=True))
+            if check_crc
+            else iter_file_headers(self.fd, 0, self.size)
+        )
+        try:
+            for pos, header in batches:
+                if header.base_offset < next_offset or header.last_offset - self.base_offset > INT32_MAX:
+                    log.warning(
+                        "%s: batch at byte %d has out-of-order offset %d",
+                        self.log_path,
+                        pos,
+                        header.base_offset,
+                    )
+                    break
+                if pos == 0:
+                    first_ts = header.max_timestamp
+                if header.max_timestamp > max_ts:
+                    max_ts, offset_of_max = header.max_timestamp, header.last_offset
+                if since_entry > self.index_interval_bytes and not index.is_full:
+                    index.append(header.last_offset, pos)
+                    time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+                    since_entry = 0
+                since_entry += header.size
+                valid = pos + header.size
+                next_offset = header.next_offset
+                if on_batch is not None:
+                    on_batch(header)
+        except _BAD_BATCH as e:
+            log.warning("%s: invalid batch at byte %d: %s", self.log_path, valid, e)
+        truncated = self.size - valid
+        if truncate and truncated:
+            log.warning("%s: truncating %d invalid bytes at position %d", self.log_path, truncated, valid)
+            os.ftruncate(self.fd, valid)
+            self.size = valid
+        time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+        index.write_pending()
+        time_index.write_pending()
+        self._max_ts, self._offset_of_max_ts = max_ts, offset_of_max
+        self._rolling_ts = first_ts
+        self.bytes_since_last_index_entry = since_entry
+        return truncated if truncate else 0
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Remove every batch whose last offset >= `offset` (the whole batch holding `offset`).
+        Returns the bytes removed."""
+        found = self.translate_offset(offset)
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.bytes_since_last_index_entry = 0
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        os.ftruncate(self.fd, position)
+        self.size = position
+        if position == 0:
+            self.created_ms = now_ms
+            self._rolling_ts = NO_TIMESTAMP
+        self._recompute_max_timestamp()
+        return removed
+
+    def _recompute_max_timestamp(self) -> None:
+        ts, offset = self.time_index.last_entry()
+        _, position = self.index.lookup(offset) if ts >= 0 else (0, 0)
+        for _, header in iter_file_headers(self.fd, position, self.size):
+            if header.max_timestamp > ts:
+                ts, offset = header.max_timestamp, header.last_offset
+        self._max_ts, self._offset_of_max_ts = ts, offset
+
+    # ---- files ----------------------------------------------------------------------------------
+
+    def set_last_modified(self, ms: int) -> None:
+        os.utime(self.log_path, ns=(time.time_ns(), ms * 1_000_000))
+
+    def change_suffix(self, new_suffix: str) -> None:
+        """Rename all three files from the current temporary suffix to `new_suffix` (the log last,
+        so a `.log<suffix>` on disk means the indexes were already renamed)."""
+        for idx, ext in ((self.index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
+            target = segment_file(self.dir_path, self.base_offset, ext, new_suffix)
+            if idx.path.exists():
+                idx.rename(target)
+            else:
+                idx.path = target
+        target = segment_file(self.dir_path, self.base_offset, LOG_SUFFIX, new_suffix)
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.suffix = new_suffix
+
+    def close(self) -> None:
+        """Write out the indexes (with the final time entry when loaded) and close descriptors."""
+        self.closed = True
+        try:
+            if self.time_index.loaded and self._max_ts is not None:
+                self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, skip_full_check=True)
+        finally:
+            self.index.close()
+            self.time_index.close()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def close_quietly(self) -> None:
+        try:
+            self.close()
+        except (OSError, ValueError, StorageError) as e:
+            log.warning("closing %s: %s", self.log_path, e)
+
+    def delete_files(self) -> None:
+        """Close and remove all three files (whatever their current suffix)."""
+        self.closed = True
+        self.index.delete()
+        self.time_index.delete()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.log_path.unlink(missing_ok=True)
