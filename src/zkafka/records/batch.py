@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -65,9 +65,11 @@ class InvalidRecordError(ValueError):
     """A well-formed batch the broker refuses (e.g. wrong magic: maps to INVALID_RECORD / UNSUPPORTED)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The 61-byte header of one batch, decoded. `position` is where the batch starts in its buffer."""
+class BatchHeader(NamedTuple):
+    """The 61-byte header of one batch, decoded. `position` is where the batch starts in its buffer.
+
+    A NamedTuple, not a dataclass: it is built once per batch on the produce path, and a tuple is
+    several times cheaper to construct than a frozen dataclass."""
 
     base_offset: int
     batch_length: int
@@ -129,12 +131,14 @@ class BatchHeader:
         return self.producer_id >= 0
 
 
+_make_header = BatchHeader._make
+
+
 def read_header(buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Decode the header at `position`; raises CorruptRecordError when it cannot be a v2 batch."""
     if len(buf) - position < HEADER_SIZE:
         raise CorruptRecordError(f"batch header truncated: {len(buf) - position} bytes < {HEADER_SIZE}")
-    fields = _HEADER.unpack_from(buf, position)
-    header = BatchHeader(*fields, position=position)
+    header = _make_header((*_HEADER.unpack_from(buf, position), position))
     if header.magic != MAGIC_V2:
         raise InvalidRecordError(f"unsupported record batch magic {header.magic} (only v2 is accepted)")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
