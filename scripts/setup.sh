@@ -7,17 +7,19 @@ PY=${PYTHON:-python3}
 VENV=.venv
 STAMP=$VENV/.installed
 
-need_zookeeper() { [ ! -f /usr/share/java/zookeeper.jar ] || [ ! -d /usr/share/zookeeper ]; }
-
-if need_zookeeper; then
-    echo "setup: installing Debian's zookeeper package"
+# Debian packages: the ZooKeeper server (required) and kcat (a librdkafka client the tests drive).
+missing=()
+[ -f /usr/share/java/zookeeper.jar ] && [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" != 0 ]; then
-        echo "setup: ERROR: ZooKeeper is missing (/usr/share/zookeeper) and we are not root; install it with: apt-get install zookeeper" >&2
+        echo "setup: ERROR: missing Debian packages (${missing[*]}) and we are not root; install them with: apt-get install ${missing[*]}" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends zookeeper default-jre-headless >/dev/null; }; then
-        echo "setup: ERROR: could not install the 'zookeeper' package with apt-get; install it by hand and re-run" >&2
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+        echo "setup: ERROR: could not install ${missing[*]} with apt-get; install them by hand and re-run" >&2
         exit 1
     fi
 fi
