@@ -1,0 +1,80 @@
+"""The ApiVersions table the broker advertises, and the answer to a version it cannot serve.
+
+Why these ranges (`reference/wire-protocol.md` §1.3): every version is non-flexible, so all
+five reference clients negotiate the classic encodings; Produce starts at 3 so the broker
+never has to accept legacy MessageSets; the group APIs start at 0 because librdkafka 2.0.2
+(kcat) enables its balanced consumer only if v0 is in range; Fetch 0-4 and ListOffsets 0 serve
+Burrow, which never negotiates. Advertising a version means clients will use it: keep this
+table to what the broker really serves.
+
+The unsupported-version answer (§3): when a client sends ApiVersions at a version above ours,
+Kafka replies with a v0 body (error UNSUPPORTED_VERSION plus the api table, no throttle
+field) behind a v0 response header. librdkafka then retries with v0; kafka-python with our
+max. Other APIs at unsupported versions get no answer: the broker closes the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from zkafka.protocol.api_keys import ApiKey
+from zkafka.protocol.codec import encode_response
+from zkafka.protocol.errors import ErrorCode
+from zkafka.protocol.messages import ApiVersionsResponse
+
+BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
+    ApiKey.PRODUCE: (3, 8),
+    ApiKey.FETCH: (0, 11),
+    ApiKey.LIST_OFFSETS: (0, 5),
+    ApiKey.METADATA: (0, 8),
+    # Controller-to-broker APIs: only zkafka's own controller sends them; all non-flexible.
+    ApiKey.LEADER_AND_ISR: (0, 3),
+    ApiKey.STOP_REPLICA: (0, 1),
+    ApiKey.UPDATE_METADATA: (0, 5),
+    ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
+    ApiKey.OFFSET_COMMIT: (2, 7),
+    ApiKey.OFFSET_FETCH: (1, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 3),
+    ApiKey.LEAVE_GROUP: (0, 3),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.DESCRIBE_GROUPS: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 2),
+    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.CREATE_TOPICS: (0, 4),
+    ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.DELETE_GROUPS: (0, 1),
+}
+
+
+def api_versions_response(
+    table: Mapping[int, tuple[int, int]] = BROKER_API_VERSIONS,
+    error_code: int = ErrorCode.NONE,
+    throttle_time_ms: int = 0,
+) -> ApiVersionsResponse:
+    """The ApiVersions answer listing `table`, sorted by api key."""
+    return ApiVersionsResponse(
+        error_code=error_code,
+        api_keys=[
+            ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+            for key, (lo, hi) in sorted(table.items())
+        ],
+        throttle_time_ms=throttle_time_ms,
+    )
+
+
+def unsupported_api_versions_frame(
+    correlation_id: int, table: Mapping[int, tuple[int, int]] = BROKER_API_VERSIONS
+) -> bytearray:
+    """The complete frame answering an ApiVersions request whose version is not served: v0
+    header, v0 body, UNSUPPORTED_VERSION, and the whole table (which includes key 18, the
+    entry clients look for to pick their retry version)."""
+    body = api_versions_response(table, error_code=ErrorCode.UNSUPPORTED_VERSION)
+    return encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body)

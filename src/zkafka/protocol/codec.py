@@ -1,0 +1,391 @@
+"""Frames in, messages out (and back): the one codec the broker and zkafka's client share.
+
+Framing convention:
+
+* **encode_* return the whole frame including the 4-byte size prefix**, ready to write to a
+  socket (a `bytearray`, to avoid a copy; treat it as bytes).
+* **decode_* take the frame without the size prefix**: the network layer reads the int32 size,
+  then exactly that many bytes, and passes them (bytes or a memoryview) here.
+
+Errors: `decode_request` raises only `MalformedRequestError` and `UnsupportedVersionError`
+(or its subclass `UnknownApiKeyError`); `decode_response` only `MalformedResponseError`; the
+encoders only `EncodeError`. Each carries the Kafka error code a broker should answer with.
+
+Zero-copy fetch responses: `encode_response_parts` returns a list of parts to write in order
+(e.g. ``transport.writelines``); large record buffers are their own parts instead of being
+copied, and a `DeferredRecords` value appears as itself: the network layer writes exactly
+``part.size`` bytes from its source there (``os.sendfile`` from the segment file). The size
+prefix in the first part already counts every part.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from zkafka.protocol import codegen, headers
+from zkafka.protocol import primitives as prim
+from zkafka.protocol.api_keys import ApiKey, api_name
+from zkafka.protocol.errors import ErrorCode
+from zkafka.protocol.exceptions import (
+    DecodeError,
+    EncodeError,
+    MalformedRequestError,
+    MalformedResponseError,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+)
+from zkafka.protocol.headers import RequestHeader, ResponseHeader
+from zkafka.protocol.message import DeferredRecords, Message
+from zkafka.protocol.messages import REQUEST_CLASSES, RESPONSE_CLASSES
+from zkafka.protocol.schema import ApiSpec, ArrayOf, Field, Struct
+from zkafka.protocol.schemas import SPECS
+
+Part = bytes | bytearray | memoryview | DeferredRecords
+VersionTable = Mapping[int, tuple[int, int]]
+
+_SIZE: Final = struct.Struct(">i")
+_KINDS: Final = ("request", "response")
+
+# Everything a generated codec can raise on bad input or bad values; converted at the boundary.
+_CODEC_FAILURES: Final = (
+    struct.error,
+    ValueError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    BufferError,
+)
+
+_encoders: dict[tuple[int, str, int], codegen.Encoder] = {}
+_decoders: dict[tuple[int, str, int], codegen.Decoder] = {}
+
+
+# -- lookup and compilation -----------------------------------------------------------------------
+
+
+def spec_for(api_key: int) -> ApiSpec:
+    try:
+        return SPECS[api_key]
+    except KeyError:
+        raise KeyError(f"zkafka's codec does not know api key {api_key} ({api_name(api_key)})") from None
+
+
+def message_class(api_key: int, kind: str) -> type[Message]:
+    table = REQUEST_CLASSES if kind == "request" else RESPONSE_CLASSES
+    return table[api_key]
+
+
+def encoder(api_key: int, kind: str, version: int) -> codegen.Encoder:
+    key = (api_key, kind, version)
+    fn = _encoders.get(key)
+    if fn is None:
+        spec = spec_for(api_key)
+        if version not in spec.versions:
+            raise EncodeError(f"{spec.name} v{version} is outside the codec's versions {spec.versions}")
+        fn = _encoders[key] = codegen.build_encoder(spec, kind, version, message_class(api_key, kind))
+    return fn
+
+
+def decoder(api_key: int, kind: str, version: int) -> codegen.Decoder:
+    key = (api_key, kind, version)
+    fn = _decoders.get(key)
+    if fn is None:
+        spec = spec_for(api_key)
+        if version not in spec.versions:
+            raise ValueError(f"{spec.name} v{version} is outside the codec's versions {spec.versions}")
+        fn = _decoders[key] = codegen.build_decoder(spec, kind, version, message_class(api_key, kind))
+    return fn
+
+
+def precompile(api_keys: Iterable[int] | None = None) -> int:
+    """Compile every codec up front (e.g. at broker start) instead of on first use."""
+    count = 0
+    for key in SPECS if api_keys is None else api_keys:
+        spec = spec_for(key)
+        for version in range(spec.versions.low, spec.versions.high + 1):
+            for kind in _KINDS:
+                encoder(key, kind, version)
+                decoder(key, kind, version)
+                count += 2
+    return count
+
+
+def supported_versions() -> dict[int, tuple[int, int]]:
+    """Every (api key -> (min, max)) this codec can encode and decode."""
+    return {key: (spec.versions.low, spec.versions.high) for key, spec in SPECS.items()}
+
+
+# -- bodies ---------------------------------------------------------------------------------------
+
+
+def _as_view(frame: bytes | bytearray | memoryview) -> memoryview:
+    view = frame if isinstance(frame, memoryview) else memoryview(frame)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+def encode_body(message: Message, version: int, parts: list[Part] | None = None) -> bytearray:
+    """Just the body of `message` at `version` (no header, no size)."""
+    out = bytearray()
+    return _encode_into(message, version, out, parts)
+
+
+def _encode_into(message: Message, version: int, out: bytearray, parts: list[Part] | None) -> bytearray:
+    cls = type(message)
+    fn = _encoders.get((cls.API_KEY, cls.KIND, version))
+    if fn is None:
+        if cls.KIND not in _KINDS:
+            raise EncodeError(f"{cls.__qualname__} is not a request or response message")
+        fn = encoder(cls.API_KEY, cls.KIND, version)
+    try:
+        return fn(message, out, parts)  # type: ignore[arg-type]
+    except EncodeError:
+        raise
+    except _CODEC_FAILURES as exc:
+        where = _find_bad_field(spec_for(cls.API_KEY).fields(cls.KIND), message, version, cls.__name__)
+        detail = f"{where}: " if where else ""
+        raise EncodeError(f"cannot encode {cls.__name__} v{version}: {detail}{exc}") from exc
+
+
+def decode_body(api_key: int, kind: str, version: int, body: bytes | bytearray | memoryview) -> Message:
+    """Decode a body that fills `body` exactly; raises DecodeError."""
+    buf = _as_view(body)
+    return _decode_at(api_key, kind, version, buf, 0)
+
+
+def _decode_at(api_key: int, kind: str, version: int, buf: memoryview, p: int) -> Message:
+    fn = _decoders.get((api_key, kind, version)) or decoder(api_key, kind, version)
+    try:
+        message, p = fn(buf, p)
+    except _CODEC_FAILURES as exc:
+        raise DecodeError(f"bad {api_name(api_key)} {kind} v{version}: {exc}") from exc
+    if p != len(buf):
+        raise DecodeError(f"{api_name(api_key)} {kind} v{version}: {len(buf) - p} bytes after the body")
+    return message
+
+
+def _finish_frame(out: bytearray) -> bytearray:
+    _SIZE.pack_into(out, 0, len(out) - 4)
+    return out
+
+
+# -- requests -------------------------------------------------------------------------------------
+
+
+def encode_request(header: RequestHeader, request: Message) -> bytearray:
+    """A complete request frame (size prefix included) for `header.api_version`."""
+    cls = type(request)
+    if cls.KIND != "request" or header.api_key != cls.API_KEY:
+        raise EncodeError(f"{cls.__qualname__} does not match api key {header.api_key} of the header")
+    out = bytearray(4)
+    try:
+        headers.write_request_header(out, header)
+    except (struct.error, TypeError, AttributeError, ValueError) as exc:
+        raise EncodeError(f"bad request header {header}: {exc}") from exc
+    return _finish_frame(_encode_into(request, header.api_version, out, None))
+
+
+def peek_request_header(frame: bytes | bytearray | memoryview) -> RequestHeader:
+    """api_key, api_version and correlation_id of a request frame, nothing else parsed."""
+    return headers.peek_fixed_header(_as_view(frame))
+
+
+def decode_request(
+    frame: bytes | bytearray | memoryview, supported: VersionTable | None = None
+) -> tuple[RequestHeader, Message]:
+    """Header and request from a frame (without its size prefix).
+
+    `supported` (api key -> (min, max)) narrows what is accepted, e.g. to the versions the
+    broker advertises; by default every version the codec knows is accepted. The api key and
+    version are checked before anything else is parsed, so an unsupported request is reported
+    even when its body (or a newer header layout) is not understood.
+    """
+    buf = _as_view(frame)
+    fixed = headers.peek_fixed_header(buf)
+    spec = SPECS.get(fixed.api_key)
+    limits = supported.get(fixed.api_key) if supported is not None else None
+    if spec is None or (supported is not None and limits is None):
+        _best_effort_client_id(buf, fixed)
+        raise UnknownApiKeyError(
+            f"api key {fixed.api_key} ({api_name(fixed.api_key)}) is not supported", fixed
+        )
+    lo, hi = limits if limits is not None else (spec.versions.low, spec.versions.high)
+    if not (lo <= fixed.api_version <= hi and fixed.api_version in spec.versions):
+        _best_effort_client_id(buf, fixed)
+        raise UnsupportedVersionError(
+            f"{spec.name} v{fixed.api_version} is not supported (versions {lo}-{hi})", fixed
+        )
+    header, p = headers.read_request_header(buf, fixed)
+    try:
+        request = _decode_at(header.api_key, "request", header.api_version, buf, p)
+    except DecodeError as exc:
+        raise MalformedRequestError(str(exc), header) from exc
+    return header, request
+
+
+def _best_effort_client_id(buf: memoryview, header: RequestHeader) -> None:
+    """Fill in client_id for error reporting when the classic layout allows it."""
+    try:
+        header.client_id, _ = prim.read_nullable_string(buf, headers.FIXED_REQUEST_HEADER_SIZE, len(buf))
+    except ValueError:
+        header.client_id = None
+
+
+def response_expected(request: Message) -> bool:
+    """False only for Produce with acks=0: the broker must not answer it at all."""
+    return not (type(request).API_KEY == ApiKey.PRODUCE and getattr(request, "acks", None) == 0)
+
+
+# -- responses ------------------------------------------------------------------------------------
+
+
+def _check_response(api_key: int, response: Message) -> None:
+    cls = type(response)
+    if cls.KIND != "response" or api_key != cls.API_KEY:
+        raise EncodeError(f"{cls.__qualname__} is not a response for api key {api_key}")
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, response: Message) -> bytearray:
+    """A complete response frame (size prefix included). Records values are copied in;
+    `DeferredRecords` values are materialized (use `encode_response_parts` to avoid both)."""
+    _check_response(api_key, response)
+    out = bytearray(4)
+    headers.write_response_header(out, api_key, api_version, correlation_id)
+    return _finish_frame(_encode_into(response, api_version, out, None))
+
+
+def encode_response_parts(
+    api_key: int, api_version: int, correlation_id: int, response: Message
+) -> list[Part]:
+    """The response frame as parts to write in order; see the module docstring."""
+    _check_response(api_key, response)
+    parts: list[Part] = []
+    first = bytearray(4)
+    headers.write_response_header(first, api_key, api_version, correlation_id)
+    tail = _encode_into(response, api_version, first, parts)
+    if not parts:
+        parts.append(first)
+    elif tail:
+        parts.append(tail)
+    if parts[0] is not first:  # pragma: no cover - write_records always flushes the header first
+        raise AssertionError("the first part must hold the size prefix")
+    _SIZE.pack_into(first, 0, parts_size(parts) - 4)
+    return parts
+
+
+def parts_size(parts: Iterable[Part]) -> int:
+    """Bytes the parts occupy on the wire (size prefix included)."""
+    total = 0
+    for part in parts:
+        kind = type(part)
+        if kind is bytearray or kind is bytes:
+            total += len(part)  # type: ignore[arg-type]
+        elif kind is memoryview:
+            total += part.nbytes  # type: ignore[union-attr]
+        else:
+            total += prim.records_size(part)
+    return total
+
+
+def decode_response(
+    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
+) -> tuple[ResponseHeader, Message]:
+    """Header and response from a frame (without its size prefix), for the request version sent.
+
+    ApiVersions: a broker that does not support the version answers with a v0 body carrying
+    UNSUPPORTED_VERSION; that body is decoded as v0 (so `api_keys` tells the client what to
+    retry with), whatever version was asked for.
+    """
+    buf = _as_view(frame)
+    if api_key not in SPECS or api_version not in SPECS[api_key].versions:
+        raise MalformedResponseError(f"{api_name(api_key)} v{api_version} is outside the codec's versions")
+    try:
+        header, p = headers.read_response_header(buf, api_key, api_version)
+        version = api_version
+        if api_key == ApiKey.API_VERSIONS and api_version > 0 and len(buf) >= p + 2:
+            (error_code,) = prim.INT16.unpack_from(buf, p)
+            if error_code == ErrorCode.UNSUPPORTED_VERSION:
+                version = 0
+        return header, _decode_at(api_key, "response", version, buf, p)
+    except (DecodeError, ValueError, struct.error) as exc:
+        raise MalformedResponseError(str(exc)) from exc
+
+
+# -- encode diagnostics ---------------------------------------------------------------------------
+
+_INT_RANGES: Final = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+}
+
+
+def _find_bad_field(fields: tuple[Field, ...], obj: Any, version: int, path: str) -> str | None:
+    """Slow path after an encode failed: name the first field whose value cannot be written."""
+    for f in fields:
+        if not f.present_in(version):
+            continue
+        where = f"{path}.{f.name}"
+        try:
+            value = getattr(obj, f.name)
+        except AttributeError:
+            return f"{where} is missing ({type(obj).__name__} is not the expected message class)"
+        problem = _value_problem(f, value, version, where)
+        if problem:
+            return problem
+    return None
+
+
+def _value_problem(f: Field, value: Any, version: int, where: str) -> str | None:
+    if value is None:
+        if f.nullable_in(version):
+            return None
+        return f"{where} is None but not nullable in v{version}"
+    if isinstance(f.type, Struct):
+        return _find_bad_field(f.type.fields, value, version, where)
+    if isinstance(f.type, ArrayOf):
+        if not isinstance(value, list | tuple):
+            return f"{where} must be a list, not {type(value).__name__}"
+        elem = f.type.element
+        for i, item in enumerate(value):
+            item_where = f"{where}[{i}]"
+            if isinstance(elem, Struct):
+                problem = _find_bad_field(elem.fields, item, version, item_where)
+            else:
+                problem = _scalar_problem(elem, item, item_where)
+            if problem:
+                return problem
+        return None
+    return _scalar_problem(f.type, value, where)
+
+
+def _scalar_problem(primitive: str, value: Any, where: str) -> str | None:
+    if primitive in _INT_RANGES:
+        lo, hi = _INT_RANGES[primitive]
+        if not isinstance(value, int):
+            return f"{where} must be an int, not {type(value).__name__}"
+        if not lo <= value <= hi:
+            return f"{where}={value} is out of range for {primitive}"
+    elif primitive == "string":
+        if not isinstance(value, str):
+            return f"{where} must be a str, not {type(value).__name__}"
+        if len(value.encode("utf-8", "surrogatepass")) > 32767:
+            return f"{where} is longer than 32767 bytes"
+    elif primitive == "uuid" and not isinstance(value, uuid.UUID):
+        return f"{where} must be a uuid.UUID, not {type(value).__name__}"
+    elif primitive in ("bytes", "records"):
+        try:
+            prim.records_size(value)
+        except (TypeError, ValueError) as exc:
+            return f"{where}: {exc}"
+    elif primitive == "float64" and not isinstance(value, int | float):
+        return f"{where} must be a float, not {type(value).__name__}"
+    return None

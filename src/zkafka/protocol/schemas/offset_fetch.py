@@ -1,0 +1,49 @@
+"""OffsetFetch (key 9): read a group's committed positions.
+
+Version notes: v1 reads from Kafka-stored offsets; v2 allows a null topic list (all topics)
+and adds a top-level error_code; v3 adds throttle_time_ms; v5 adds committed_leader_epoch;
+v6 is the first flexible version.
+"""
+
+from zkafka.protocol.schema import Array, F, api
+
+SPEC = api(
+    9,
+    "OffsetFetch",
+    versions="0-6",
+    flexible="6+",
+    request=[
+        F("group_id", "string"),
+        F(
+            "topics",
+            Array("OffsetFetchRequestTopic", [F("name", "string"), F("partition_indexes", "[]int32")]),
+            nullable="2+",
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "3+"),
+        F(
+            "topics",
+            Array(
+                "OffsetFetchResponseTopic",
+                [
+                    F("name", "string"),
+                    F(
+                        "partitions",
+                        Array(
+                            "OffsetFetchResponsePartition",
+                            [
+                                F("partition_index", "int32"),
+                                F("committed_offset", "int64"),
+                                F("committed_leader_epoch", "int32", "5+", default=-1),
+                                F("metadata", "string", nullable="0+"),
+                                F("error_code", "int16"),
+                            ],
+                        ),
+                    ),
+                ],
+            ),
+        ),
+        F("error_code", "int16", "2+"),
+    ],
+)
