@@ -17,6 +17,7 @@ from zkafka.cli.errors import CliError
 
 COMMANDS = (
     "zkafka.cli.zookeeper",
+    "zkafka.cli.server",
     "zkafka.cli.zk",
     "zkafka.cli.perf",
     "zkafka.cli.demo",

@@ -95,9 +95,20 @@ class LocalCluster:
         log = open(zk_dir / "zookeeper-start.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             self._zk_popen = subprocess.Popen(
-                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", "--port", str(port),
-                 "--data-dir", str(zk_dir)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "zkafka.cli.main",
+                    "zookeeper-start",
+                    "--port",
+                    str(port),
+                    "--data-dir",
+                    str(zk_dir),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -136,9 +147,19 @@ class LocalCluster:
         log = open(broker.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "zkafka.cli.main", "--log-level", "INFO", "server-start",
-                 str(broker.config_path)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "zkafka.cli.main",
+                    "--log-level",
+                    "INFO",
+                    "server-start",
+                    str(broker.config_path),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         finally:
             log.close()

@@ -1,0 +1,64 @@
+"""`zkafka server-start server.properties`: run one broker in the foreground until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from zkafka.cli.errors import CliError
+from zkafka.config import ConfigError, load_broker_config
+
+log = logging.getLogger("zkafka.server")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("server-start", help="run a broker with a Kafka server.properties file")
+    p.add_argument("config", type=Path, help="path to server.properties")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="override a property")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_broker_config(args.config)
+        if args.override:
+            config = config.with_overrides(dict(_split(o) for o in args.override))
+    except (ConfigError, OSError) as e:
+        raise CliError(f"cannot start: {e}") from None
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:  # pragma: no cover - uvloop is a dependency; stay runnable without it
+        pass
+    return asyncio.run(_serve(config))
+
+
+def _split(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise CliError(f"--override expects KEY=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+async def _serve(config) -> int:  # type: ignore[no-untyped-def]
+    from zkafka.server.broker import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+    except Exception as e:
+        log.exception("broker failed to start")
+        await broker.stop()
+        raise CliError(f"broker failed to start: {e}") from None
+    print(f"zkafka broker {broker.broker_id} started (cluster {broker.cluster_id})", flush=True)
+    await stop.wait()
+    await broker.stop()
+    return 0

@@ -1,0 +1,36 @@
+"""Request handlers, one module per API family; `HANDLERS` maps api keys to them."""
+
+from __future__ import annotations
+
+from zkafka.protocol import ApiKey
+from zkafka.server.apis import (
+    api_versions,
+    configs,
+    controller_requests,
+    fetch,
+    leader_epochs,
+    list_offsets,
+    metadata,
+    produce,
+    producer_ids,
+    topics,
+)
+from zkafka.server.dispatcher import Handler
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.PRODUCE: produce.handle,
+    ApiKey.FETCH: fetch.handle,
+    ApiKey.LIST_OFFSETS: list_offsets.handle,
+    ApiKey.METADATA: metadata.handle,
+    ApiKey.LEADER_AND_ISR: controller_requests.handle_leader_and_isr,
+    ApiKey.STOP_REPLICA: controller_requests.handle_stop_replica,
+    ApiKey.UPDATE_METADATA: controller_requests.handle_update_metadata,
+    ApiKey.API_VERSIONS: api_versions.handle,
+    ApiKey.CREATE_TOPICS: topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
+    ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
+    ApiKey.DESCRIBE_CONFIGS: configs.handle_describe,
+    ApiKey.ALTER_CONFIGS: configs.handle_alter,
+}

@@ -1,0 +1,143 @@
+"""The controller's requests to this broker: LeaderAndIsr, UpdateMetadata, StopReplica.
+
+Fencing: a request from an older controller epoch than the newest seen gets
+STALE_CONTROLLER_EPOCH; one addressed to another incarnation of this broker (broker epoch =
+czxid of our registration, KIP-380) gets STALE_BROKER_EPOCH. A controller that lost its
+session can therefore no longer change this broker's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from zkafka.protocol import ErrorCode
+from zkafka.protocol.messages import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from zkafka.server.dispatcher import RequestContext
+from zkafka.server.metadata_cache import BrokerEndpoint, LiveBroker, PartitionInfo
+from zkafka.server.partition import LeaderState
+from zkafka.server.replica_manager import PartitionStateChange
+from zkafka.storage.naming import TopicPartition
+
+
+def _fence(ctx: RequestContext, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+    broker = ctx.broker
+    if controller_epoch < broker.replicas.controller_epoch:
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+    # -1: sent by a controller that does not know epochs (old versions): accepted, as Kafka does
+    if broker_epoch != -1 and broker_epoch < broker.broker_epoch:
+        return ErrorCode.STALE_BROKER_EPOCH
+    return ErrorCode.NONE
+
+
+def _partition_states(request: Any) -> Iterable[tuple[str, Any]]:
+    """Partition states with their topic, for both the v0-1 flat and the v2+ grouped layout."""
+    for p in request.ungrouped_partition_states:
+        yield p.topic_name, p
+    for t in request.topic_states:
+        for p in t.partition_states:
+            yield t.topic_name, p
+
+
+def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
+    states = list(_partition_states(request))
+    if error != ErrorCode.NONE:
+        return LeaderAndIsrResponse(error_code=error)
+    changes = [
+        PartitionStateChange(
+            TopicPartition(topic, p.partition_index),
+            LeaderState(
+                leader=p.leader,
+                leader_epoch=p.leader_epoch,
+                isr=tuple(p.isr),
+                replicas=tuple(p.replicas),
+                zk_version=p.zk_version,
+                controller_epoch=p.controller_epoch,
+                adding_replicas=tuple(p.adding_replicas),
+                removing_replicas=tuple(p.removing_replicas),
+            ),
+            is_new=p.is_new,
+        )
+        for topic, p in states
+    ]
+    errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, changes)
+    ctx.broker.on_leadership_changed(errors)
+    return LeaderAndIsrResponse(
+        partition_errors=[
+            LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                topic_name=tp.topic, partition_index=tp.partition, error_code=code
+            )
+            for tp, code in errors.items()
+        ]
+    )
+
+
+def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
+    if error != ErrorCode.NONE:
+        return UpdateMetadataResponse(error_code=error)
+    brokers = []
+    for b in request.live_brokers:
+        if ctx.api_version == 0:
+            endpoints = (BrokerEndpoint("PLAINTEXT", b.v0_host, b.v0_port, 0),)
+        else:
+            endpoints = tuple(
+                BrokerEndpoint(
+                    ep.listener or _protocol_name(ep.security_protocol),
+                    ep.host,
+                    ep.port,
+                    ep.security_protocol,
+                )
+                for ep in b.endpoints
+            )
+        brokers.append(LiveBroker(b.id, endpoints, b.rack))
+    partitions = [
+        PartitionInfo(
+            topic=topic,
+            partition=p.partition_index,
+            controller_epoch=p.controller_epoch,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            isr=tuple(p.isr),
+            zk_version=p.zk_version,
+            replicas=tuple(p.replicas),
+            offline_replicas=tuple(p.offline_replicas),
+        )
+        for topic, p in _partition_states(request)
+    ]
+    ctx.broker.replicas.controller_epoch = max(ctx.broker.replicas.controller_epoch, request.controller_epoch)
+    ctx.broker.metadata.update(request.controller_id, request.controller_epoch, brokers, partitions)
+    ctx.broker.on_metadata_updated()
+    return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+
+def _protocol_name(security_protocol: int) -> str:
+    return {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}.get(security_protocol, "PLAINTEXT")
+
+
+def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
+    if error != ErrorCode.NONE:
+        return StopReplicaResponse(error_code=error)
+    tps = [TopicPartition(p.topic_name, p.partition_index) for p in request.ungrouped_partitions]
+    for t in request.topics:
+        tps.extend(TopicPartition(t.name, i) for i in t.partition_indexes)
+    # v0-1 (what we advertise) carry one request-level delete flag
+    delete = bool(request.delete_partitions)
+    errors = ctx.broker.replicas.stop_replicas(request.controller_epoch, tps, delete)
+    return StopReplicaResponse(
+        partition_errors=[
+            StopReplicaResponse.StopReplicaPartitionError(
+                topic_name=tp.topic, partition_index=tp.partition, error_code=code
+            )
+            for tp, code in errors.items()
+        ]
+    )

@@ -1,0 +1,132 @@
+"""Fetch: the read path for consumers and follower replicas, with long-poll.
+
+Whole stored batches are returned as they sit in the segment file (`FileRecords`, read when the
+response is written), starting with the batch that holds the fetch offset; consumers see data
+below the high watermark only, followers everything the leader has. KIP-74: the first batch of
+the first non-empty partition is returned whole even when larger than the limits, so a consumer
+always makes progress. When less than `min_bytes` is available the request is parked
+(`zkafka.server.delayed`) until an append or a high-watermark move makes enough data visible, or
+`max_wait_ms` passes. Fetch sessions (v7+) are declined with session id 0 (KIP-227 allows it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.messages import FetchRequest, FetchResponse
+from zkafka.server.apis.common import check_leader_epoch
+from zkafka.server.dispatcher import FileRecords, RequestContext
+from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
+from zkafka.storage.naming import TopicPartition
+
+log = logging.getLogger(__name__)
+
+Resp = FetchResponse
+
+
+@dataclass(slots=True)
+class _Read:
+    response: Resp
+    size: int = 0
+    errors: bool = False
+    partitions: list[TopicPartition] = field(default_factory=list)
+
+
+def handle(ctx: RequestContext, request: FetchRequest) -> Resp | Awaitable[Resp]:
+    first = _read(ctx, request)
+    if first.size >= request.min_bytes or request.max_wait_ms <= 0 or first.errors or not first.partitions:
+        return first.response
+    return _long_poll(ctx, request, first)
+
+
+async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -> Resp:
+    def enough() -> bool:
+        return _available(ctx, request) >= request.min_bytes
+
+    await ctx.broker.replicas.delayed.wait(first.partitions, enough, request.max_wait_ms / 1000)
+    return _read(ctx, request).response
+
+
+def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
+    return partition.log.log_end_offset if is_follower else partition.high_watermark
+
+
+def _available(ctx: RequestContext, request: FetchRequest) -> int:
+    """Bytes a re-read would return now (without side effects)."""
+    replicas = ctx.broker.replicas
+    is_follower = request.replica_id >= 0
+    total = 0
+    for t in request.topics:
+        for p in t.partitions:
+            part = replicas.get_partition(TopicPartition(t.topic, p.partition))
+            if part is None or not part.is_leader:
+                return 1 << 30  # answer now: the client must learn about the error
+            end = _visible_end(part, is_follower)
+            if p.fetch_offset < end:
+                try:
+                    total += part.log.read(p.fetch_offset, p.partition_max_bytes, max_offset=end).size
+                except OffsetOutOfRangeError:
+                    return 1 << 30
+    return total
+
+
+def _read(ctx: RequestContext, request: FetchRequest) -> _Read:
+    replicas = ctx.broker.replicas
+    is_follower = request.replica_id >= 0
+    budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    now = replicas.now_ms()
+    result = _Read(Resp(session_id=0))
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            tp = TopicPartition(t.topic, p.partition)
+            out = Resp.PartitionData(partition_index=p.partition, high_watermark=-1, records=None)
+            parts.append(out)
+            result.partitions.append(tp)
+            try:
+                part = replicas.leader_partition(tp)
+                check_leader_epoch(part, p.current_leader_epoch)
+                log_ = part.log
+                if is_follower:
+                    part.update_follower_fetch(request.replica_id, p.fetch_offset, now)
+                    ctx.broker.isr.maybe_expand(part)
+                end = _visible_end(part, is_follower)
+                out.high_watermark = part.high_watermark
+                out.last_stable_offset = part.high_watermark
+                out.log_start_offset = log_.log_start_offset
+                if p.fetch_offset > log_.log_end_offset or p.fetch_offset < log_.log_start_offset:
+                    raise OffsetOutOfRangeError(
+                        f"fetch offset {p.fetch_offset} of {tp} is outside "
+                        f"[{log_.log_start_offset}, {log_.log_end_offset}]",
+                        log_start_offset=log_.log_start_offset,
+                        log_end_offset=log_.log_end_offset,
+                    )
+                if p.fetch_offset >= end or budget <= 0:
+                    continue
+                chunk = log_.read(
+                    p.fetch_offset,
+                    min(p.partition_max_bytes, budget),
+                    max_offset=end,
+                    min_one_batch=result.size == 0,
+                )
+                if chunk.size:
+                    out.records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    result.size += chunk.size
+                    budget -= chunk.size
+            except KafkaError as e:
+                out.error_code = e.code
+                result.errors = True
+            except OffsetOutOfRangeError:
+                out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                result.errors = True
+            except StorageError as e:
+                log.error("fetch from %s failed: %s", tp, e)
+                out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                result.errors = True
+        topics.append(Resp.FetchableTopicResponse(topic=t.topic, partitions=parts))
+    result.response.responses = topics
+    return result

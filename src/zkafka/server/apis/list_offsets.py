@@ -1,0 +1,49 @@
+"""ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
+
+v0 (Burrow, sarama) answers with `old_style_offsets`, which must hold exactly one offset."""
+
+from __future__ import annotations
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from zkafka.server.apis.common import error_of, leader_for
+from zkafka.server.dispatcher import RequestContext
+from zkafka.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+
+Resp = ListOffsetsResponse
+
+
+def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    replicas = ctx.broker.replicas
+    is_follower = request.replica_id >= 0
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            out = Resp.ListOffsetsPartitionResponse(partition_index=p.partition_index)
+            try:
+                part = leader_for(replicas, t.name, p.partition_index, p.current_leader_epoch)
+                log = part.log
+                if p.timestamp == EARLIEST_TIMESTAMP:
+                    offset, ts = log.log_start_offset, -1
+                elif p.timestamp == LATEST_TIMESTAMP:
+                    offset, ts = (log.log_end_offset if is_follower else part.high_watermark), -1
+                elif p.timestamp < 0 and p.timestamp != -3:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"bad timestamp {p.timestamp}")
+                else:
+                    found = log.offset_for_timestamp(p.timestamp)
+                    if found is None or (not is_follower and found.offset >= part.high_watermark):
+                        offset, ts = -1, -1
+                    else:
+                        offset, ts = found.offset, found.timestamp
+                out.offset, out.timestamp = offset, ts
+                out.leader_epoch = part.leader_epoch
+                # v0: exactly one offset (Burrow reads offsets[0] without checking the length)
+                out.old_style_offsets = [offset if offset >= 0 else part.high_watermark]
+            except KafkaError as e:
+                out.error_code = e.code
+            except Exception as e:
+                out.error_code = error_of(e)
+            parts.append(out)
+        topics.append(Resp.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+    return Resp(topics=topics)

@@ -1,0 +1,137 @@
+"""Produce: the batch-level write path.
+
+Per partition: validate the batches' framing and CRC-32C on the header level
+(`zkafka.records.batch.validate_batches`), run the idempotent-producer checks on the headers,
+let the log assign offsets by patching the headers in place, append. acks=0 gets no response,
+acks=1 is answered at once, acks=all (-1) waits (no polling) until the high watermark covers
+the appended offsets or `timeout_ms` passes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.messages import ProduceRequest, ProduceResponse
+from zkafka.records.batch import CorruptRecordError, InvalidRecordError, validate_batches
+from zkafka.records.compression import ZSTD
+from zkafka.server.dispatcher import RequestContext
+from zkafka.server.network import NO_RESPONSE, _NoResponse
+from zkafka.server.partition import Partition
+from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
+from zkafka.storage.naming import TopicPartition
+from zkafka.zk.topic_names import is_internal_topic
+
+log = logging.getLogger(__name__)
+
+Resp = ProduceResponse
+_ACKS = (-1, 0, 1)
+
+
+def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse | Awaitable[Resp]:
+    replicas = ctx.broker.replicas
+    acks = request.acks
+    results: dict[TopicPartition, Resp.PartitionProduceResponse] = {}
+    waiting: dict[TopicPartition, tuple[Partition, int]] = {}  # tp -> (partition, required HW)
+    for t in request.topic_data:
+        for pd in t.partition_data:
+            tp = TopicPartition(t.name, pd.index)
+            out = Resp.PartitionProduceResponse(index=pd.index, base_offset=-1)
+            results[tp] = out
+            try:
+                if acks not in _ACKS:
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
+                if is_internal_topic(t.name):
+                    raise KafkaError(
+                        ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot produce to internal topic {t.name}"
+                    )
+                partition = replicas.leader_partition(tp)
+                required = _append(ctx, partition, pd.records, acks, out)
+                if required is not None:
+                    waiting[tp] = (partition, required)
+            except KafkaError as e:
+                out.error_code, out.error_message = e.code, e.message
+            except Exception:
+                log.exception("produce to %s failed", tp)
+                out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+    if acks == 0:
+        return NO_RESPONSE
+    if not waiting:
+        return _response(results)
+    return _await_replication(ctx, results, waiting, request.timeout_ms)
+
+
+def _append(
+    ctx: RequestContext, partition: Partition, records: object, acks: int, out: Resp.PartitionProduceResponse
+) -> int | None:
+    """Append one partition's batches; returns the high watermark acks=all must wait for."""
+    if records is None or len(records) == 0:  # type: ignore[arg-type]
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
+    # One copy: the request frame is read-only, and offsets are patched in place.
+    batches = bytearray(records)  # type: ignore[arg-type]
+    try:
+        headers = validate_batches(batches)
+    except CorruptRecordError as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    except InvalidRecordError as e:
+        raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(e)) from None
+    for h in headers:
+        if h.is_transactional or h.is_control:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "transactional produce is not supported by zkafka")
+        if h.compression == ZSTD and ctx.api_version < 7:
+            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
+    config = partition.log.config
+    if acks == -1 and len(partition.isr) < config.min_insync_replicas:
+        raise KafkaError(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"ISR {list(partition.isr)} is smaller than min.insync.replicas={config.min_insync_replicas}",
+        )
+    duplicate = partition.check_producer_state(headers)
+    if duplicate is not None:
+        out.base_offset = duplicate.first_offset
+        out.log_start_offset = partition.log.log_start_offset
+        return duplicate.last_offset + 1 if acks == -1 else None
+    try:
+        info = partition.append_as_leader(batches, headers)
+    except RecordTooLargeError as e:
+        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, str(e)) from None
+    except RecordBatchTooLargeError as e:
+        raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, str(e)) from None
+    except StorageError as e:
+        raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
+    out.base_offset = info.first_offset
+    out.log_append_time_ms = info.log_append_time
+    out.log_start_offset = info.log_start_offset
+    ctx.broker.replicas.delayed.notify(partition.tp)  # followers long-polling for new data
+    return info.last_offset + 1 if acks == -1 else None
+
+
+async def _await_replication(
+    ctx: RequestContext,
+    results: dict[TopicPartition, Resp.PartitionProduceResponse],
+    waiting: dict[TopicPartition, tuple[Partition, int]],
+    timeout_ms: int,
+) -> Resp:
+    def replicated() -> bool:
+        return all(p.high_watermark >= hw or not p.is_leader for p, hw in waiting.values())
+
+    await ctx.broker.replicas.delayed.wait(list(waiting), replicated, timeout_ms / 1000)
+    for tp, (p, hw) in waiting.items():
+        out = results[tp]
+        if not p.is_leader:
+            out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif p.high_watermark < hw:
+            out.error_code = ErrorCode.REQUEST_TIMED_OUT
+        elif len(p.isr) < p.log.config.min_insync_replicas:
+            out.error_code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return _response(results)
+
+
+def _response(results: dict[TopicPartition, Resp.PartitionProduceResponse]) -> Resp:
+    by_topic: dict[str, list[Resp.PartitionProduceResponse]] = {}
+    for tp, out in results.items():
+        by_topic.setdefault(tp.topic, []).append(out)
+    return Resp(
+        responses=[Resp.TopicProduceResponse(name=t, partition_responses=ps) for t, ps in by_topic.items()]
+    )

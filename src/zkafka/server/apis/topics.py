@@ -1,0 +1,146 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: written to ZooKeeper, carried out by the controller.
+
+Any broker accepts them (the ZooKeeper writes are safe from everywhere); the response waits,
+up to the request's timeout, until the controller's UpdateMetadata shows the result here: every
+new partition with a leader, or the deleted topic gone. A timeout answers REQUEST_TIMED_OUT,
+as Kafka does; the operation itself goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from zkafka.server import topic_admin
+from zkafka.server.dispatcher import RequestContext
+
+log = logging.getLogger(__name__)
+
+
+def _error(e: Exception) -> tuple[ErrorCode, str]:
+    if isinstance(e, KafkaError):
+        return e.code, e.message
+    log.exception("admin request failed")
+    return ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
+
+
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    broker = ctx.broker
+    cfg = broker.config
+    results = []
+    created: dict[str, int] = {}
+    for t in request.topics:
+        out = CreateTopicsResponse.CreatableTopicResult(name=t.name)
+        results.append(out)
+        if sum(1 for x in request.topics if x.name == t.name) > 1:
+            out.error_code, out.error_message = ErrorCode.INVALID_REQUEST, "duplicate topic name in request"
+            continue
+        partitions = cfg.num_partitions if t.num_partitions == -1 and not t.assignments else t.num_partitions
+        rf = (
+            cfg.default_replication_factor
+            if t.replication_factor == -1 and not t.assignments
+            else t.replication_factor
+        )
+        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        try:
+            plan = await broker.zk_call(
+                topic_admin.create_topic,
+                broker.zk,
+                name=t.name,
+                num_partitions=partitions,
+                replication_factor=rf,
+                configs=configs,
+                assignment=assignment or None,
+                live_brokers=sorted(broker.metadata.brokers),
+                defaults=broker.log_manager.default_config,
+                validate_only=request.validate_only,
+            )
+            out.num_partitions = len(plan)
+            out.replication_factor = len(next(iter(plan.values()))) if plan else -1
+            if not request.validate_only:
+                created[t.name] = len(plan)
+        except Exception as e:
+            out.error_code, out.error_message = _error(e)
+    if created:
+        ok = await broker.wait_for_metadata(
+            lambda: all(_has_leaders(broker, t, n) for t, n in created.items()), request.timeout_ms / 1000
+        )
+        if not ok:
+            for out in results:
+                if out.name in created and not _has_leaders(broker, out.name, created[out.name]):
+                    out.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    out.error_message = "the topic was created; its partitions have no leader yet"
+    return CreateTopicsResponse(topics=results)
+
+
+def _has_leaders(broker, topic: str, partitions: int) -> bool:  # type: ignore[no-untyped-def]
+    parts = broker.metadata.topic_partitions(topic)
+    return len(parts) >= partitions and all(p.leader >= 0 for p in parts.values())
+
+
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    results = []
+    pending: list[str] = []
+    for name in request.topic_names:
+        out = DeleteTopicsResponse.DeletableTopicResult(name=name)
+        results.append(out)
+        try:
+            await broker.zk_call(
+                topic_admin.delete_topic, broker.zk, name, deletion_enabled=broker.config.delete_topic_enable
+            )
+            pending.append(name)
+        except Exception as e:
+            out.error_code, _ = _error(e)
+    if pending:
+
+        def gone() -> bool:
+            return not any(broker.metadata.contains_topic(t) for t in pending)
+
+        if not await broker.wait_for_metadata(gone, request.timeout_ms / 1000):
+            for out in results:
+                if out.name in pending and broker.metadata.contains_topic(out.name):
+                    out.error_code = ErrorCode.REQUEST_TIMED_OUT
+    return DeleteTopicsResponse(responses=results)
+
+
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
+    broker = ctx.broker
+    results = []
+    waits: dict[str, int] = {}
+    for t in request.topics:
+        out = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
+        results.append(out)
+        try:
+            await broker.zk_call(
+                topic_admin.create_partitions,
+                broker.zk,
+                topic=t.name,
+                new_total=t.count,
+                assignment=[list(a.broker_ids) for a in t.assignments] if t.assignments else None,
+                live_brokers=sorted(broker.metadata.brokers),
+                validate_only=request.validate_only,
+            )
+            if not request.validate_only:
+                waits[t.name] = t.count
+        except Exception as e:
+            out.error_code, out.error_message = _error(e)
+    if waits:
+        check: Callable[[], bool] = lambda: all(_has_leaders(broker, t, n) for t, n in waits.items())  # noqa: E731
+        if not await broker.wait_for_metadata(check, request.timeout_ms / 1000):
+            for out in results:
+                if out.name in waits and not _has_leaders(broker, out.name, waits[out.name]):
+                    out.error_code = ErrorCode.REQUEST_TIMED_OUT
+    return CreatePartitionsResponse(results=results)

@@ -1,0 +1,127 @@
+"""From a request frame to a response: decode, route to the API's handler, encode.
+
+Handlers live in `zkafka.server.apis`, one module per API family; each is a function
+`handle(ctx, request) -> response | awaitable response | NO_RESPONSE`. Returning the response
+directly (no coroutine) keeps cheap requests off the task machinery; long waits (acks=all,
+fetch long-poll) return a coroutine.
+
+Version policy (Kafka's): an ApiVersions request at a version we do not serve gets the v0
+UNSUPPORTED_VERSION answer (clients retry lower); any other unsupported version, an unknown API
+key or an undecodable request closes the connection (`ConnectionFatalError`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zkafka.protocol import (
+    ApiKey,
+    DecodeError,
+    DeferredRecords,
+    Message,
+    RequestHeader,
+    UnsupportedVersionError,
+    decode_request,
+    encode_response_parts,
+)
+from zkafka.protocol.api_versions import unsupported_api_versions_frame
+from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
+
+if TYPE_CHECKING:
+    from zkafka.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: Broker
+    header: RequestHeader
+    connection: KafkaConnection
+    listener: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+HandlerReturn = Message | _NoResponse | Awaitable[Message | _NoResponse]
+Handler = Callable[[RequestContext, Any], HandlerReturn]
+
+
+class FileRecords(DeferredRecords):
+    """Records that stay in a segment file until the response is written (`os.pread`: on
+    loopback and with uvloop it is as fast as sendfile, see docs/performance.md)."""
+
+    __slots__ = ("_fd", "_position", "_size")
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self._fd, self._position, self._size = fd, position, size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def materialize(self) -> bytes:
+        data = os.pread(self._fd, self._size, self._position)
+        if len(data) < self._size:  # the segment shrank under us (truncation): pad never; cut
+            log.warning("segment read returned %d of %d bytes", len(data), self._size)
+        return data
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        broker: Broker,
+        handlers: Mapping[int, Handler],
+        served_versions: Mapping[int, tuple[int, int]],
+        listener: str,
+    ) -> None:
+        self.broker = broker
+        self.handlers = handlers
+        self.served = served_versions
+        self.listener = listener
+
+    def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
+        try:
+            header, request = decode_request(frame, self.served)
+        except UnsupportedVersionError as e:
+            if e.header.api_key == ApiKey.API_VERSIONS:
+                return [unsupported_api_versions_frame(e.header.correlation_id, self.served)]
+            raise ConnectionFatalError(f"{e} (client {e.header.client_id!r})") from e
+        except DecodeError as e:
+            raise ConnectionFatalError(f"malformed request: {e}") from e
+        handler = self.handlers.get(header.api_key)
+        if handler is None:
+            raise ConnectionFatalError(f"no handler for api key {header.api_key}")
+        ctx = RequestContext(self.broker, header, conn, self.listener)
+        result = handler(ctx, request)
+        if result is NO_RESPONSE:
+            return NO_RESPONSE
+        if inspect.isawaitable(result):
+            return self._finish(header, result)
+        return _encode(header, result)
+
+    async def _finish(self, header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> Any:
+        response = await pending
+        if response is NO_RESPONSE:
+            return NO_RESPONSE
+        return _encode(header, response)
+
+
+def _encode(header: RequestHeader, response: Any) -> list[bytes | bytearray | memoryview]:
+    parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
+    out: list[bytes | bytearray | memoryview] = []
+    for part in parts:
+        if isinstance(part, DeferredRecords):
+            out.append(part.materialize())
+        elif isinstance(part, (bytes, bytearray, memoryview)):
+            out.append(part)
+        else:  # a sequence of buffers
+            out.extend(part)
+    return out

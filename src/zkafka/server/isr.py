@@ -1,0 +1,150 @@
+"""Leader-side ISR maintenance, the ZooKeeper way (inter-broker protocol < 2.7, reference §2.5).
+
+The leader shrinks the ISR when a follower has not caught up for `replica.lag.time.max.ms`, and
+expands it when a follower reaches the high watermark. It writes the partition state znode itself
+(same leader and leader epoch, the controller epoch it last received) conditionally on the
+zkVersion it holds; a stale version means the controller changed the partition meanwhile, and
+the leader waits for the controller's LeaderAndIsr instead. Successful changes are announced in
+batches through `/isr_change_notification` (every 2.5 s when the last change is 5 s old or the
+last announcement 60 s old), which the controller turns into UpdateMetadata for all brokers.
+The ISR never becomes empty: the leader always stays in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from zkafka.storage.naming import TopicPartition
+from zkafka.zk.model import LeaderAndIsr
+from zkafka.zk.model import TopicPartition as ZkTopicPartition
+
+if TYPE_CHECKING:
+    from zkafka.server.broker import Broker
+    from zkafka.server.partition import Partition
+
+log = logging.getLogger(__name__)
+
+PUBLISH_CHECK_MS = 2500
+QUIET_BEFORE_PUBLISH_MS = 5000
+MAX_PUBLISH_DELAY_MS = 60000
+
+
+class IsrManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.pending: set[TopicPartition] = set()
+        self.last_change_ms = 0
+        self.last_publish_ms = int(time.time() * 1000)
+        self._inflight: set[TopicPartition] = set()
+
+    # -- decisions (on the loop) ------------------------------------------------------------------
+    def maybe_expand(self, partition: Partition) -> None:
+        """Called after a follower fetch: add followers that caught up to the high watermark."""
+        if not partition.is_leader or partition.tp in self._inflight:
+            return
+        isr = set(partition.isr)
+        joined = [
+            r
+            for r, f in partition.followers.items()
+            if r not in isr
+            and r in partition.state.replicas
+            and f.log_end_offset >= partition.high_watermark
+            and f.log_end_offset >= self._epoch_start(partition)
+        ]
+        if joined:
+            self._write(partition, tuple(partition.isr) + tuple(sorted(joined)), f"expand with {joined}")
+
+    def maybe_shrink_all(self) -> None:
+        lag_ms = self.broker.config.replica_lag_time_max_ms
+        now = int(time.time() * 1000)
+        for p in list(self.broker.replicas.partitions.values()):
+            if not p.is_leader or p.tp in self._inflight:
+                continue
+            out = [
+                r
+                for r in p.isr
+                if r != self.broker.broker_id
+                and now - (p.followers[r].last_caught_up_ms if r in p.followers else 0) > lag_ms
+            ]
+            if out:
+                new_isr = tuple(r for r in p.isr if r not in out)
+                self._write(p, new_isr, f"shrink, {out} out of sync for more than {lag_ms} ms")
+
+    @staticmethod
+    def _epoch_start(partition: Partition) -> int:
+        entry = partition.log.epochs.latest_entry
+        return entry[1] if entry is not None else 0
+
+    # -- the ZooKeeper write ----------------------------------------------------------------------
+    def _write(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
+        self._inflight.add(partition.tp)
+        task = asyncio.ensure_future(self._update(partition, new_isr, why))
+        task.add_done_callback(
+            lambda t: (
+                t.cancelled()
+                or t.exception() is None
+                or log.error("ISR update of %s failed", partition.tp, exc_info=t.exception())
+            )
+        )
+
+    async def _update(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
+        state = partition.state
+        try:
+            if state is None or not new_isr:
+                return
+            desired = LeaderAndIsr(state.leader, state.leader_epoch, new_isr, zk_version=state.zk_version)
+            ok, version = await self.broker.zk_call(
+                self.broker.zk.conditional_update_partition_state,
+                ZkTopicPartition(*partition.tp),
+                desired,
+                state.controller_epoch,
+            )
+            if not ok:
+                log.info(
+                    "%s: cached zkVersion %d is stale, skipping ISR update (%s)",
+                    partition.tp,
+                    state.zk_version,
+                    why,
+                )
+                return
+            if partition.state is not state:  # a LeaderAndIsr arrived meanwhile: it wins
+                return
+            partition.state = replace(state, isr=new_isr, zk_version=version)
+            log.info("%s: ISR %s -> %s (%s)", partition.tp, list(state.isr), list(new_isr), why)
+            self.pending.add(partition.tp)
+            self.last_change_ms = int(time.time() * 1000)
+            partition.maybe_increment_high_watermark()
+        finally:
+            self._inflight.discard(partition.tp)
+
+    async def maybe_publish(self) -> None:
+        now = int(time.time() * 1000)
+        if not self.pending:
+            return
+        if (
+            now - self.last_change_ms < QUIET_BEFORE_PUBLISH_MS
+            and now - self.last_publish_ms < MAX_PUBLISH_DELAY_MS
+        ):
+            return
+        batch = [ZkTopicPartition(*tp) for tp in sorted(self.pending)]
+        self.pending.clear()
+        await self.broker.zk_call(self.broker.zk.create_isr_change_notification, batch)
+        self.last_publish_ms = now
+
+    async def run(self) -> None:
+        """Shrink checks every half lag time, publication checks every 2.5 s (as Kafka)."""
+        lag_ms = self.broker.config.replica_lag_time_max_ms
+        next_shrink = time.monotonic() + lag_ms / 2000
+        while True:
+            await asyncio.sleep(min(PUBLISH_CHECK_MS, lag_ms / 2) / 1000)
+            try:
+                if time.monotonic() >= next_shrink:
+                    self.maybe_shrink_all()
+                    next_shrink = time.monotonic() + lag_ms / 2000
+                await self.maybe_publish()
+            except Exception:
+                log.exception("ISR maintenance failed")

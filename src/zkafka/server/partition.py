@@ -1,0 +1,187 @@
+"""One partition replica on this broker: its log, its role, and (as leader) the high watermark.
+
+The leader knows every follower's log end offset from the fetch offsets they send (a follower
+fetching offset N holds everything below N). The high watermark is the smallest log end offset
+among the in-sync replicas, leader included; it only moves forward. acks=all produce requests
+and consumer fetches wait on it (`zkafka.server.delayed`).
+
+Idempotent-producer state (`zkafka.storage.producer_state`) is rebuilt when the replica is
+created: latest snapshot at or below the log end, then a replay of the batch headers after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.records.batch import BatchHeader, iter_headers
+from zkafka.storage.log import AppendInfo, Log
+from zkafka.storage.naming import TopicPartition
+from zkafka.storage.producer_state import BatchMetadata, ProducerStateManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class FollowerState:
+    log_end_offset: int = -1
+    last_fetch_ms: int = 0
+    last_caught_up_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderState:
+    """What the controller decided for this partition (a LeaderAndIsr partition state)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    zk_version: int
+    controller_epoch: int
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+
+@dataclass
+class Partition:
+    tp: TopicPartition
+    broker_id: int
+    log: Log
+    state: LeaderState | None = None
+    high_watermark: int = 0
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    producer_state: ProducerStateManager = field(init=False)
+    on_high_watermark: Callable[[TopicPartition], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.producer_state = ProducerStateManager(self.log.dir_path)
+        self._rebuild_producer_state()
+        self.high_watermark = min(
+            max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset
+        )
+
+    # -- role -------------------------------------------------------------------------------------
+    @property
+    def is_leader(self) -> bool:
+        return self.state is not None and self.state.leader == self.broker_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch if self.state is not None else -1
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.state.isr if self.state is not None else ()
+
+    def make_leader(self, state: LeaderState, now_ms: int) -> None:
+        """Become leader: record the new epoch at the log end (so followers truncate correctly)
+        and start tracking every other assigned replica."""
+        self.state = state
+        self.log.epochs.assign(state.leader_epoch, self.log.log_end_offset)
+        old = self.followers
+        self.followers = {
+            r: old.get(r, FollowerState(last_caught_up_ms=now_ms if r in state.isr else 0))
+            for r in state.replicas
+            if r != self.broker_id
+        }
+        self.maybe_increment_high_watermark()
+
+    def make_follower(self, state: LeaderState) -> None:
+        self.state = state
+        self.followers = {}
+
+    # -- leader: append ---------------------------------------------------------------------------
+    def check_producer_state(self, headers: list[BatchHeader]) -> BatchMetadata | None:
+        """Sequence checks before offsets are assigned; a duplicate returns the original batch."""
+        dup: BatchMetadata | None = None
+        for h in headers:
+            try:
+                found = self.producer_state.check(h)
+            except Exception as e:
+                code = getattr(ErrorCode, getattr(e, "error", "UNKNOWN_SERVER_ERROR"))
+                raise KafkaError(code, str(e)) from e
+            if found is not None:
+                dup = found
+        if dup is not None and len(headers) != 1:
+            # Kafka only answers single-batch retries from the cache; a multi-batch request that
+            # repeats one of its batches is a client bug.
+            raise KafkaError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, "duplicate batch inside a larger request"
+            )
+        return dup
+
+    def append_as_leader(self, batches: bytearray, headers: list[BatchHeader]) -> AppendInfo:
+        info = self.log.append(batches, headers, leader_epoch=self.leader_epoch, assign_offsets=True)
+        if headers[0].producer_id >= 0:
+            # `headers` still hold the producer's base offsets; re-read the patched ones
+            for h in iter_headers(batches):
+                self.producer_state.update(h)
+        self.producer_state.map_end_offset = info.last_offset + 1
+        self.maybe_increment_high_watermark()
+        return info
+
+    # -- follower: append ------------------------------------------------------------------------
+    def append_as_follower(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
+        info = self.log.append(batches, headers, leader_epoch=None, assign_offsets=False)
+        for h in headers:
+            self.producer_state.update(h)
+        return info
+
+    def update_follower_high_watermark(self, leader_hw: int) -> None:
+        new = min(leader_hw, self.log.log_end_offset)
+        if new > self.high_watermark:
+            self.high_watermark = new
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.log.log_end_offset:
+            self.log.truncate_to(offset)
+            self.producer_state.truncate_to(offset)
+            self.producer_state.delete_snapshots(above=offset)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    # -- leader: followers and the high watermark -------------------------------------------------
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        f = self.followers.get(replica_id)
+        if f is None:
+            f = self.followers[replica_id] = FollowerState()
+        f.log_end_offset = fetch_offset
+        f.last_fetch_ms = now_ms
+        if fetch_offset >= self.log.log_end_offset:
+            f.last_caught_up_ms = now_ms
+        self.maybe_increment_high_watermark()
+
+    def maybe_increment_high_watermark(self) -> bool:
+        if not self.is_leader:
+            return False
+        new_hw = self.log.log_end_offset
+        for r in self.isr:
+            if r == self.broker_id:
+                continue
+            f = self.followers.get(r)
+            new_hw = min(new_hw, f.log_end_offset if f is not None and f.log_end_offset >= 0 else 0)
+        if new_hw > self.high_watermark:
+            self.high_watermark = new_hw
+            if self.on_high_watermark is not None:
+                self.on_high_watermark(self.tp)
+            return True
+        return False
+
+    # -- producer state ---------------------------------------------------------------------------
+    def _rebuild_producer_state(self) -> None:
+        leo = self.log.log_end_offset
+        psm = self.producer_state
+        start = psm.load_latest_snapshot(leo)
+        from_offset = start if start is not None else self.log.log_start_offset
+        psm.map_end_offset = from_offset
+        if from_offset < leo:
+            psm.replay(h for h, _ in self.log.iter_batches(max(from_offset, self.log.log_start_offset)))
+
+    def take_producer_snapshot(self) -> None:
+        try:
+            self.producer_state.take_snapshot()
+            self.producer_state.delete_snapshots(at_or_below=self.log.log_start_offset - 1)
+        except OSError as e:  # a snapshot is an optimisation: never fail shutdown for it
+            log.warning("%s: producer snapshot failed: %s", self.tp, e)

@@ -1,0 +1,319 @@
+"""Followers copy their leaders' logs: one fetcher task per (source broker, fetcher index).
+
+`num.replica.fetchers` fetchers per leader broker share that leader's partitions (by hash).
+A partition added to a fetcher first reconciles its log with the leader's (KIP-101/279):
+OffsetForLeaderEpoch with the follower's latest epoch tells where the two logs diverge, and the
+follower truncates there, so a replica that was leader in an older epoch never keeps records the
+new leader does not have. Then it fetches from its log end: Fetch with `replica_id` = our broker
+id (the leader learns our log end offset from it and advances the high watermark), appends the
+leader's batches verbatim (offsets and epochs kept), and takes over the leader's high watermark
+and log start offset. OFFSET_OUT_OF_RANGE means the leader's log is shorter (truncate to its end)
+or starts later (start over at its log start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from zkafka.client.connection import BrokerConnection
+from zkafka.protocol import ErrorCode
+from zkafka.protocol.messages import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    OffsetForLeaderEpochRequest,
+)
+from zkafka.records.batch import CorruptRecordError, iter_headers, validate_batches
+from zkafka.server.replica_manager import FollowerHooks
+from zkafka.storage.errors import StorageError
+from zkafka.storage.naming import TopicPartition
+
+if TYPE_CHECKING:
+    from zkafka.server.broker import Broker
+    from zkafka.server.partition import Partition
+
+log = logging.getLogger(__name__)
+
+MAX_TRUNCATION_ROUNDS = 10
+
+
+@dataclass(slots=True)
+class _FetchState:
+    needs_truncation: bool = True
+
+
+class ReplicaFetcher:
+    def __init__(self, broker: Broker, leader_id: int, index: int) -> None:
+        self.broker = broker
+        self.leader_id = leader_id
+        self.index = index
+        self.partitions: dict[TopicPartition, _FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._conn: BrokerConnection | None = None
+        self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{leader_id}-{index}")
+
+    def add(self, tp: TopicPartition) -> None:
+        self.partitions[tp] = _FetchState()
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        if self._conn is not None:
+            self._conn.close()
+
+    # -- the loop ---------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = self.broker.config.replica_fetch_backoff_ms / 1000
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                conn = await self._connection()
+                await self._truncate_if_needed(conn)
+                await self._fetch_once(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.info("fetcher %d-%d: %s; retrying in %.1fs", self.leader_id, self.index, e, backoff)
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+                await asyncio.sleep(backoff)
+
+    async def _connection(self) -> BrokerConnection:
+        if self._conn is not None and not self._conn.is_closed:
+            return self._conn
+        listener = self.broker.config.inter_broker_listener_name
+        leader = self.broker.metadata.brokers.get(self.leader_id)
+        endpoint = leader.endpoint(listener) if leader is not None else None
+        if endpoint is None:
+            raise ConnectionError(f"no {listener} endpoint known for broker {self.leader_id} yet")
+        self._conn = await BrokerConnection.open(
+            endpoint.host, endpoint.port, client_id=f"broker-{self.broker.broker_id}-fetcher-{self.index}"
+        )
+        return self._conn
+
+    def _partition(self, tp: TopicPartition) -> Partition | None:
+        p = self.broker.replicas.get_partition(tp)
+        if p is None or p.state is None or p.state.leader != self.leader_id:
+            self.partitions.pop(tp, None)
+            return None
+        return p
+
+    # -- truncation (KIP-101/279) -----------------------------------------------------------------
+    async def _truncate_if_needed(self, conn: BrokerConnection) -> None:
+        for tp, st in list(self.partitions.items()):
+            if not st.needs_truncation:
+                continue
+            p = self._partition(tp)
+            if p is None:
+                continue
+            await self._truncate(conn, p)
+            st.needs_truncation = False
+
+    async def _truncate(self, conn: BrokerConnection, p: Partition) -> None:
+        epochs = p.log.epochs
+        asked = epochs.latest_epoch
+        for _ in range(MAX_TRUNCATION_ROUNDS):
+            if asked is None:  # empty log or no epochs: nothing can have diverged
+                return
+            req = OffsetForLeaderEpochRequest(
+                replica_id=self.broker.broker_id,
+                topics=[
+                    OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                        topic=p.tp.topic,
+                        partitions=[
+                            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                                partition=p.tp.partition,
+                                current_leader_epoch=p.leader_epoch,
+                                leader_epoch=asked,
+                            )
+                        ],
+                    )
+                ],
+            )
+            resp = await conn.send(req, version=min(3, conn.pick_version(req.API_KEY)))
+            r = resp.topics[0].partitions[0]
+            if r.error_code != ErrorCode.NONE:
+                raise ConnectionError(f"OffsetForLeaderEpoch for {p.tp}: error {r.error_code}")
+            leo = p.log.log_end_offset
+            if r.end_offset < 0:
+                target = min(p.high_watermark, leo)
+            else:
+                own_epoch, own_end = epochs.end_offset_for(r.leader_epoch, leo)
+                if own_epoch == r.leader_epoch:
+                    target = min(own_end, r.end_offset, leo)
+                elif 0 <= own_epoch < r.leader_epoch:
+                    # KIP-279: our history for that epoch ends earlier; ask again for our epoch
+                    p.truncate_to(min(own_end, leo))
+                    asked = own_epoch
+                    continue
+                else:
+                    target = min(r.end_offset, leo)
+            if target < leo:
+                log.info(
+                    "%s: truncating from %d to %d (leader epoch %d ends at %d)",
+                    p.tp,
+                    leo,
+                    target,
+                    r.leader_epoch,
+                    r.end_offset,
+                )
+            p.truncate_to(target)
+            return
+
+    # -- fetching ---------------------------------------------------------------------------------
+    async def _fetch_once(self, conn: BrokerConnection) -> None:
+        cfg = self.broker.config
+        by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        for tp in list(self.partitions):
+            p = self._partition(tp)
+            if p is None:
+                continue
+            by_topic.setdefault(tp.topic, []).append(
+                FetchRequest.FetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=p.leader_epoch,
+                    fetch_offset=p.log.log_end_offset,
+                    log_start_offset=p.log.log_start_offset,
+                    partition_max_bytes=cfg.replica_fetch_max_bytes,
+                )
+            )
+        if not by_topic:
+            return
+        req = FetchRequest(
+            replica_id=self.broker.broker_id,
+            max_wait_ms=cfg.replica_fetch_wait_max_ms,
+            min_bytes=cfg.replica_fetch_min_bytes,
+            max_bytes=cfg.replica_fetch_response_max_bytes,
+            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+        resp = await conn.send(
+            req,
+            version=min(11, conn.pick_version(req.API_KEY)),
+            timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
+        )
+        for t in resp.responses:
+            for r in t.partitions:
+                tp = TopicPartition(t.topic, r.partition_index)
+                p = self._partition(tp)
+                if p is not None:
+                    await self._handle(conn, p, r)
+
+    async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> None:
+        tp = p.tp
+        if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            await self._handle_out_of_range(conn, p)
+            return
+        if r.error_code in (
+            ErrorCode.FENCED_LEADER_EPOCH,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.UNKNOWN_LEADER_EPOCH,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ):
+            # the leader moved on or has not caught up with the controller: wait for LeaderAndIsr
+            await asyncio.sleep(self.broker.config.replica_fetch_backoff_ms / 1000)
+            return
+        if r.error_code != ErrorCode.NONE:
+            log.info("%s: fetch error %d from leader %d", tp, r.error_code, self.leader_id)
+            return
+        records = r.records
+        if records is not None and len(records):
+            data = bytearray(records)
+            # the leader may cut the last batch at the byte limit: keep only whole batches
+            end = 0
+            for h in iter_headers(data):
+                end = h.position + h.size
+            if end:
+                del data[end:]
+                try:
+                    headers = validate_batches(data)
+                    if headers[-1].next_offset > p.log.log_end_offset:
+                        skip = [h for h in headers if h.next_offset <= p.log.log_end_offset]
+                        if skip:  # overlap after a concurrent truncation: drop what we have
+                            cut = skip[-1].position + skip[-1].size
+                            del data[:cut]
+                            headers = validate_batches(data)
+                        p.append_as_follower(data, headers)
+                except (CorruptRecordError, StorageError) as e:
+                    log.error("%s: cannot append the leader's data: %s", tp, e)
+                    return
+        p.update_follower_high_watermark(r.high_watermark)
+        if r.log_start_offset > p.log.log_start_offset:
+            p.log.increment_log_start_offset(min(r.log_start_offset, p.high_watermark))
+
+    async def _handle_out_of_range(self, conn: BrokerConnection, p: Partition) -> None:
+        latest = await self._leader_offset(conn, p, -1)
+        leo = p.log.log_end_offset
+        if latest < leo:
+            log.warning("%s: leader's log ends at %d, below ours (%d): truncating", p.tp, latest, leo)
+            p.truncate_to(latest)
+            return
+        earliest = await self._leader_offset(conn, p, -2)
+        log.warning("%s: leader's log starts at %d, after our end %d: starting over", p.tp, earliest, leo)
+        p.log.truncate_fully_and_start_at(earliest)
+        p.producer_state.clear(earliest)
+        p.high_watermark = earliest
+
+    async def _leader_offset(self, conn: BrokerConnection, p: Partition, timestamp: int) -> int:
+        req = ListOffsetsRequest(
+            replica_id=self.broker.broker_id,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=p.tp.topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(
+                            partition_index=p.tp.partition,
+                            current_leader_epoch=p.leader_epoch,
+                            timestamp=timestamp,
+                        )
+                    ],
+                )
+            ],
+        )
+        resp = await conn.send(req)
+        r = resp.topics[0].partitions[0]
+        if r.error_code != ErrorCode.NONE:
+            raise ConnectionError(f"ListOffsets for {p.tp}: error {r.error_code}")
+        return r.offset
+
+
+class ReplicaFetcherManager(FollowerHooks):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self.assigned: dict[TopicPartition, tuple[int, int]] = {}
+
+    def _key(self, leader: int, tp: TopicPartition) -> tuple[int, int]:
+        n = max(1, self.broker.config.num_replica_fetchers)
+        return leader, hash(tp) % n
+
+    def add_followers(self, partitions: dict[TopicPartition, int]) -> None:
+        self.remove_followers(partitions)
+        for tp, leader in partitions.items():
+            key = self._key(leader, tp)
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                fetcher = self.fetchers[key] = ReplicaFetcher(self.broker, *key)
+            fetcher.add(tp)
+            self.assigned[tp] = key
+
+    def remove_followers(self, partitions: object) -> None:
+        for tp in list(partitions):  # type: ignore[call-overload]
+            key = self.assigned.pop(tp, None)
+            if key is not None and key in self.fetchers:
+                self.fetchers[key].remove(tp)
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(f.stop() for f in self.fetchers.values()), return_exceptions=True)
+        self.fetchers.clear()
+        self.assigned.clear()

@@ -1,0 +1,183 @@
+"""The partitions this broker holds and their roles, as decided by the controller.
+
+LeaderAndIsr requests make a replica leader or follower (only when they carry a newer leader
+epoch), StopReplica stops (and optionally deletes) replicas. Followers are handed to the replica
+fetchers; leaders serve produce and fetch. Everything runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from zkafka.protocol import ErrorCode
+from zkafka.server.delayed import DelayedOperations
+from zkafka.server.partition import LeaderState, Partition
+from zkafka.storage.manager import LogManager
+from zkafka.storage.naming import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateChange:
+    tp: TopicPartition
+    state: LeaderState
+    is_new: bool = False
+
+
+class FollowerHooks:
+    """How the replica manager starts and stops replica fetchers (set by the broker)."""
+
+    def add_followers(self, partitions: dict[TopicPartition, int]) -> None:  # tp -> leader id
+        pass
+
+    def remove_followers(self, partitions: Iterable[TopicPartition]) -> None:
+        pass
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = -1
+        self.delayed = DelayedOperations()
+        self.followers: FollowerHooks = FollowerHooks()
+        self._clock = clock
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        """The partition if this broker leads it, else a KafkaError with the code clients expect."""
+        from zkafka.protocol import KafkaError
+
+        p = self.partitions.get(tp)
+        if p is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted by this broker")
+        if not p.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"this broker is not the leader of {tp}")
+        return p
+
+    def _on_high_watermark(self, tp: TopicPartition) -> None:
+        self.delayed.notify(tp)
+
+    def _get_or_create(self, tp: TopicPartition) -> Partition:
+        p = self.partitions.get(tp)
+        if p is None:
+            lg = self.log_manager.get_or_create_log(
+                tp.topic, tp.partition, self.log_manager.config_for(tp.topic)
+            )
+            p = Partition(
+                tp,
+                self.broker_id,
+                lg,
+                high_watermark=self.log_manager.high_watermark_checkpoint(tp.topic, tp.partition) or 0,
+            )
+            p.on_high_watermark = self._on_high_watermark
+            self.partitions[tp] = p
+        return p
+
+    # -- controller requests --------------------------------------------------------------------
+    def become_leader_or_follower(
+        self, controller_epoch: int, changes: Iterable[PartitionStateChange]
+    ) -> dict[TopicPartition, ErrorCode]:
+        errors: dict[TopicPartition, ErrorCode] = {}
+        self.controller_epoch = max(self.controller_epoch, controller_epoch)
+        now = self.now_ms()
+        new_followers: dict[TopicPartition, int] = {}
+        stopped: list[TopicPartition] = []
+        for change in changes:
+            tp, state = change.tp, change.state
+            if self.broker_id not in state.replicas:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            current = self.partitions.get(tp)
+            if (
+                current is not None
+                and current.state is not None
+                and state.leader_epoch <= current.leader_epoch
+            ):
+                # Kafka applies a partition state only with a strictly newer leader epoch; an
+                # equal epoch with a newer zkVersion is an ISR-only change worth recording.
+                if state.leader_epoch == current.leader_epoch and state.zk_version > current.state.zk_version:
+                    current.state = state
+                    errors[tp] = ErrorCode.NONE
+                else:
+                    errors[tp] = ErrorCode.STALE_CONTROLLER_EPOCH
+                continue
+            try:
+                p = self._get_or_create(tp)
+            except OSError as e:
+                log.error("cannot open the log of %s: %s", tp, e)
+                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            if state.leader == self.broker_id:
+                p.make_leader(state, now)
+                stopped.append(tp)
+                log.info("%s: leader at epoch %d, ISR %s", tp, state.leader_epoch, list(state.isr))
+            else:
+                p.make_follower(state)
+                if state.leader >= 0:
+                    new_followers[tp] = state.leader
+                else:
+                    stopped.append(tp)
+                log.info("%s: follower of %d at epoch %d", tp, state.leader, state.leader_epoch)
+            errors[tp] = ErrorCode.NONE
+            self.delayed.notify(tp)
+        if stopped:
+            self.followers.remove_followers(stopped)
+        if new_followers:
+            self.followers.add_followers(new_followers)
+        return errors
+
+    def stop_replicas(
+        self, controller_epoch: int, partitions: Iterable[TopicPartition], delete: bool
+    ) -> dict[TopicPartition, ErrorCode]:
+        errors: dict[TopicPartition, ErrorCode] = {}
+        self.controller_epoch = max(self.controller_epoch, controller_epoch)
+        tps = list(partitions)
+        self.followers.remove_followers(tps)
+        for tp in tps:
+            p = self.partitions.get(tp)
+            if p is not None:
+                p.state = None
+                self.delayed.notify(tp)
+            if delete:
+                self.partitions.pop(tp, None)
+                try:
+                    self.log_manager.delete_log(tp.topic, tp.partition)
+                except OSError as e:
+                    log.error("cannot delete the log of %s: %s", tp, e)
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
+            errors[tp] = ErrorCode.NONE
+        return errors
+
+    # -- periodic work ------------------------------------------------------------------------------
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        """Every local log's high watermark: live partitions' own, else the last checkpointed one."""
+        hws: dict[TopicPartition, int] = {}
+        for tp in self.log_manager.all_logs():
+            p = self.partitions.get(tp)
+            hw = p.high_watermark if p is not None else self.log_manager.high_watermark_checkpoint(*tp)
+            if hw is not None:
+                hws[TopicPartition(*tp)] = hw
+        return hws
+
+    def shutdown(self) -> None:
+        self.delayed.cancel_all()
+        for p in self.partitions.values():
+            p.take_producer_snapshot()

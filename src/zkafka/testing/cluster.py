@@ -1,0 +1,67 @@
+"""Real broker processes for tests and benchmarks: a `LocalCluster` on the session's ZooKeeper,
+in a fresh chroot, waited on until every broker is registered and serves metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from zkafka.client.connection import BrokerConnection
+from zkafka.protocol.messages import MetadataRequest
+from zkafka.server.launcher import LocalCluster
+from zkafka.testing.zookeeper import new_chroot
+from zkafka.zk.server import ZooKeeperServer
+
+
+def wait_until_ready(cluster: LocalCluster, timeout: float = 60.0) -> None:
+    """Every live broker answers Metadata listing all live brokers and a controller."""
+    expected = {b for b in cluster.brokers if cluster.broker_alive(b)}
+    deadline = time.monotonic() + timeout
+    last_error: object = None
+    while time.monotonic() < deadline:
+        for bid in expected:
+            if not cluster.broker_alive(bid):
+                raise RuntimeError(f"broker {bid} exited; see {cluster.brokers[bid].log_path}")
+        try:
+            if all(asyncio.run(_sees(cluster.brokers[b].port, expected)) for b in expected):
+                return
+        except Exception as e:  # not up yet
+            last_error = e
+        time.sleep(0.2)
+    raise TimeoutError(f"cluster not ready after {timeout}s (last error: {last_error})")
+
+
+async def _sees(port: int, expected: set[int]) -> bool:
+    conn = await BrokerConnection.open("127.0.0.1", port, timeout=2)
+    try:
+        resp = await conn.send(MetadataRequest(topics=[]), timeout=2)
+        return {b.node_id for b in resp.brokers} >= expected and resp.controller_id >= 0
+    finally:
+        conn.close()
+
+
+@contextmanager
+def running_cluster(
+    zookeeper: ZooKeeperServer,
+    directory: Path,
+    brokers: int = 1,
+    overrides: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(
+        Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster")
+    )
+    cluster.broker_overrides.update(overrides or {})
+    try:
+        for i in range(1, brokers + 1):
+            cluster.add_broker(i)
+            cluster.start_broker(i)
+        wait_until_ready(cluster, timeout)
+        yield cluster
+    finally:
+        for bid in list(cluster.brokers):
+            if cluster.broker_alive(bid):
+                cluster.stop_broker(bid, timeout=20)  # SIGTERM, SIGKILL if it hangs
