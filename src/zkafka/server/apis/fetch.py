@@ -84,7 +84,8 @@ def _read(ctx: RequestContext, request: FetchRequest) -> _Read:
         parts = []
         for p in t.partitions:
             tp = TopicPartition(t.topic, p.partition)
-            out = Resp.PartitionData(partition_index=p.partition, high_watermark=-1, records=None)
+            # librdkafka 2.0 rejects a null record set (size -1): Kafka always sends empty records
+            out = Resp.PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
             parts.append(out)
             result.partitions.append(tp)
             try:
