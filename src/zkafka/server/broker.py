@@ -33,6 +33,7 @@ from zkafka.server.replica_fetcher import ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.storage.manager import LogManager
 from zkafka.zk.client import KafkaZkClient
+from zkafka.zk.errors import BrokerIdInUseError
 from zkafka.zk.model import BrokerInfo, ConfigType, EndPoint, SecurityProtocol
 from zkafka.zk.notifications import ChangeNotificationListener
 from zkafka.zk.watch_bridge import AsyncWatcher, SessionEvent, SessionState, ZkExecutor
@@ -122,7 +123,7 @@ class Broker:
         self.watcher = AsyncWatcher(self.zk, loop)
         self._handles.append(self.watcher.add_session_listener(self._on_session_event))
         self._registration = self._broker_info()
-        self.broker_epoch = await self.zk_call(self.zk.register_broker, self._registration)
+        self.broker_epoch = await self._register()
         log.info(
             "broker %d registered (epoch %d, cluster %s)", self.broker_id, self.broker_epoch, self.cluster_id
         )
@@ -171,6 +172,21 @@ class Broker:
             )
         return BrokerInfo(id=self.broker_id, endpoints=tuple(endpoints), rack=self.config.broker_rack)
 
+    async def _register(self) -> int:
+        """Register `/brokers/ids/<id>`. After a crash the previous incarnation's ephemeral znode
+        lives until its session expires: wait for that (bounded by the session timeout) instead of
+        failing, so a restarted broker just comes back."""
+        assert self._registration is not None
+        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000 * 2 + 5
+        while True:
+            try:
+                return await self.zk_call(self.zk.register_broker, self._registration)
+            except BrokerIdInUseError as e:
+                if time.monotonic() > deadline:
+                    raise
+                log.info("%s; waiting for that session to expire", e)
+                await asyncio.sleep(0.5)
+
     async def _start_controller(self) -> None:
         from zkafka.controller.controller import Controller
 
@@ -191,7 +207,7 @@ class Broker:
 
     async def _reregister(self) -> None:
         assert self._registration is not None
-        self.broker_epoch = await self.zk_call(self.zk.register_broker, self._registration)
+        self.broker_epoch = await self._register()
         log.info("broker %d re-registered with epoch %d", self.broker_id, self.broker_epoch)
 
     def _on_config_change(self, name: str, data: bytes) -> None:
