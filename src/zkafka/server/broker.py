@@ -64,6 +64,8 @@ class Broker:
         self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[KafkaConnection] = set()
         self.bound_ports: dict[str, int] = {}
+        # Advertise exactly what has a handler: clients use every version they are offered.
+        self.served_versions = {k: v for k, v in BROKER_API_VERSIONS.items() if k in HANDLERS}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
         self._registration: BrokerInfo | None = None
@@ -143,7 +145,7 @@ class Broker:
     async def _start_listeners(self) -> None:
         loop = asyncio.get_running_loop()
         for ep in self.config.listeners:
-            dispatcher = Dispatcher(self, HANDLERS, BROKER_API_VERSIONS, ep.listener_name)
+            dispatcher = Dispatcher(self, HANDLERS, self.served_versions, ep.listener_name)
 
             def factory(d: Dispatcher = dispatcher) -> KafkaConnection:
                 conn = KafkaConnection(

@@ -4,23 +4,42 @@ This is what `zkafka cluster up|status|down` and the test fixtures use: every br
 `zkafka server-start <dir>/server.properties` process on a free loopback port, with its own
 log directory under the cluster directory. The cluster's layout is recorded in
 `<dir>/cluster.json` so a later `zkafka cluster down` (another process) can find the pids.
+
+    cluster = LocalCluster(Path(".zkafka/cluster"))
+    cluster.up(3)                       # embedded ZooKeeper + brokers 1..3, waits until ready
+    print(cluster.bootstrap_servers)
+    cluster.down()
+
+`up(..., zookeeper="host:port/chroot")` uses an existing ZooKeeper instead of starting one.
+The processes run in their own sessions, so they outlive the process that started them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zkafka.config.properties import format_properties
 from zkafka.zk.server import four_letter_word, free_port
 
 STATE_FILE = "cluster.json"
+EMBEDDED = "embedded"
+
+Progress = Callable[[str], None]
+"""Receives one short line per step of `up` (the CLI shows them; tests pass nothing)."""
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be started (a process exited, a wait timed out)."""
 
 
 @dataclass
@@ -201,9 +220,15 @@ class LocalCluster:
             return proc.poll() is None
         return _alive(self.brokers[broker_id].pid)
 
-    def down(self) -> None:
+    def down(self, timeout: float = 30.0) -> None:
+        """SIGTERM every broker at once (each does a controlled shutdown), SIGKILL the ones still
+        running after `timeout`, then stop the embedded ZooKeeper the same way."""
         for broker_id in list(self.brokers):
-            self.stop_broker(broker_id)
+            self.signal_broker(broker_id, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for broker_id in list(self.brokers):
+            if not self.wait_broker_exit(broker_id, max(deadline - time.monotonic(), 0.1)):
+                self.kill_broker(broker_id)
         if self.zookeeper_embedded and self.zookeeper_pid and _alive(self.zookeeper_pid):
             os.kill(self.zookeeper_pid, signal.SIGTERM)
             deadline = time.monotonic() + 20
@@ -212,7 +237,155 @@ class LocalCluster:
                     self._zk_popen.poll()
                 time.sleep(0.05)
             if _alive(self.zookeeper_pid):
-                os.kill(self.zookeeper_pid, signal.SIGKILL)
+                # its own process group (start_new_session): the Java server it runs dies too
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.zookeeper_pid, signal.SIGKILL)
+                if self._zk_popen is not None:
+                    self._zk_popen.wait(10)
+
+    # -- whole-cluster lifecycle -------------------------------------------------------------------
+    def up(
+        self,
+        brokers: int,
+        *,
+        zookeeper: str = EMBEDDED,
+        overrides: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        progress: Progress | None = None,
+    ) -> None:
+        """Start ZooKeeper (unless `zookeeper` is a connect string) and brokers 1..`brokers`,
+        then wait until every broker is registered, a controller is elected and every broker's
+        Metadata lists them all. On failure everything started here is stopped again."""
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        say = progress or (lambda _msg: None)
+        self.broker_overrides.update(overrides or {})
+        try:
+            if zookeeper == EMBEDDED:
+                say("starting ZooKeeper")
+                self.start_embedded_zookeeper()
+                say(f"ZooKeeper listening on {self.zookeeper_connect}")
+            else:
+                self.zookeeper_connect = zookeeper
+                self.zookeeper_embedded = False
+            for broker_id in range(1, brokers + 1):
+                self.add_broker(broker_id)
+                self.start_broker(broker_id)
+                say(f"started broker {broker_id} on port {self.brokers[broker_id].port}")
+            self.save()
+            self.wait_ready(timeout, progress=say)
+        except BaseException:
+            self.down()
+            raise
+
+    def wait_ready(self, timeout: float = 60.0, *, progress: Progress | None = None) -> None:
+        """Every live broker is in `/brokers/ids`, `/controller` names one of them, and each
+        answers Metadata listing all of them and the controller."""
+        say = progress or (lambda _msg: None)
+        expected = {b for b in self.brokers if self.broker_alive(b)}
+        if not expected:
+            raise ClusterError("no broker process is running")
+        deadline = time.monotonic() + timeout
+        registered: set[int] = set()
+        controller: int | None = None
+        from zkafka.zk.client import KafkaZkClient
+
+        zk = KafkaZkClient(self.zookeeper_connect, connection_timeout_ms=int(max(timeout, 1) * 1000))
+        try:
+            while True:
+                self._check_processes(expected)
+                now_registered = set(zk.get_all_broker_ids()) & expected
+                if now_registered != registered:
+                    registered = now_registered
+                    say(f"{len(registered)}/{len(expected)} brokers registered in ZooKeeper")
+                now_controller = zk.get_controller_id()
+                if now_controller != controller and now_controller is not None:
+                    say(f"broker {now_controller} is the controller")
+                controller = now_controller
+                if registered == expected and controller is not None:
+                    break
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"after {timeout:g} s: {sorted(registered)} of {sorted(expected)} registered, "
+                        f"controller {controller}; see the server.log files under {self.directory}"
+                    )
+                time.sleep(0.1)
+        finally:
+            zk.close()
+        while not all(self._serves_metadata(b, expected) for b in expected):
+            self._check_processes(expected)
+            if time.monotonic() > deadline:
+                raise ClusterError(f"brokers did not all serve metadata within {timeout:g} s")
+            time.sleep(0.1)
+        say("all brokers serve metadata")
+
+    def _check_processes(self, expected: set[int]) -> None:
+        for broker_id in expected:
+            if not self.broker_alive(broker_id):
+                raise ClusterError(f"broker {broker_id} exited; see {self.brokers[broker_id].log_path}")
+        if self.zookeeper_embedded and self.zookeeper_pid and not _alive(self.zookeeper_pid):
+            raise ClusterError(f"the embedded ZooKeeper exited; see {self.directory / 'zookeeper'}")
+
+    def _serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
+        import asyncio
+
+        from zkafka.client.connection import BrokerConnection
+        from zkafka.protocol.messages import MetadataRequest
+
+        async def ask() -> bool:
+            conn = await BrokerConnection.open("127.0.0.1", self.brokers[broker_id].port, timeout=2)
+            try:
+                resp = await conn.send(MetadataRequest(topics=[]), timeout=2)
+                return {b.node_id for b in resp.brokers} >= expected and resp.controller_id in expected
+            finally:
+                conn.close()
+
+        try:
+            return asyncio.run(ask())
+        except Exception:
+            return False
+
+    def zookeeper_alive(self) -> bool:
+        if self.zookeeper_embedded:
+            return _alive(self.zookeeper_pid)
+        host_port = self.zookeeper_connect.split("/", 1)[0].split(",")[0]
+        host, _, port = host_port.rpartition(":")
+        return four_letter_word(host or "127.0.0.1", int(port or 2181), timeout=0.5) == "imok"
+
+    def running(self) -> bool:
+        """Any of this cluster's processes still alive."""
+        return any(self.broker_alive(b) for b in self.brokers) or (
+            self.zookeeper_embedded and _alive(self.zookeeper_pid)
+        )
+
+    def process_status(self) -> dict[str, Any]:
+        """The recorded processes and whether each is alive (no ZooKeeper access)."""
+        return {
+            "directory": str(self.directory),
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper": {
+                "connect": self.zookeeper_connect,
+                "embedded": self.zookeeper_embedded,
+                "pid": self.zookeeper_pid or None,
+                "alive": self.zookeeper_alive(),
+            },
+            "brokers": [
+                {
+                    "id": b.broker_id,
+                    "endpoint": b.bootstrap,
+                    "pid": b.pid or None,
+                    "alive": self.broker_alive(b.broker_id),
+                    "log": str(b.log_path),
+                }
+                for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)
+            ],
+        }
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
 
 
 def _alive(pid: int) -> bool:

@@ -1,8 +1,12 @@
 """The broker's network layer: asyncio Protocols (not Streams), length framing, pipelining.
 
-One `KafkaConnection` per client socket. Bytes arrive in `data_received`; every complete frame
-(int32 size + body) is handed to the request handler at once, so a client may pipeline many
-requests. Kafka guarantees responses in request order per connection, so each request gets a
+One `KafkaConnection` per client socket, a `BufferedProtocol`: the socket is read straight into
+our buffers. Small frames are read into a reusable 64 KiB buffer and copied out once; a large
+frame (a produce request of a megabyte, say) gets a buffer of exactly its size that the socket
+fills directly, so its bytes are copied once from the kernel and never again: the handler gets
+that `bytearray` and the produce path patches offsets in it and writes it to the log as is.
+Every complete frame (int32 size + body) is handed to the request handler at once, so a client
+may pipeline many requests. Kafka guarantees responses in request order per connection, so each request gets a
 slot in a FIFO; a slot is filled either immediately (the handler returned the response) or
 later (the handler returned a future, e.g. an acks=all produce or a long-poll fetch). Ready
 slots at the head of the FIFO are written out together with `writelines`.
@@ -45,23 +49,30 @@ class _NoResponse:
 NO_RESPONSE: Final = _NoResponse()
 
 HandlerResult = Buffers | _NoResponse | Awaitable[Buffers | _NoResponse]
-Handler = Callable[[bytes, "KafkaConnection"], HandlerResult]
+Handler = Callable[[bytearray, "KafkaConnection"], HandlerResult]
 
 
 class ConnectionFatalError(Exception):
     """Raised by a handler when the request cannot be answered at all (Kafka closes the socket)."""
 
 
-class KafkaConnection(asyncio.Protocol):
+SMALL_FRAME = 64 * 1024  # frames above this get a buffer of their own
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     __slots__ = (
         "_buffer",
         "_closed",
+        "_end",
+        "_frame",
+        "_frame_filled",
         "_handler",
         "_inflight",
         "_max_inflight",
         "_max_request_bytes",
         "_on_close",
         "_reading_paused",
+        "_start",
         "_writing_paused",
         "peer",
         "transport",
@@ -79,7 +90,11 @@ class KafkaConnection(asyncio.Protocol):
         self._max_request_bytes = max_request_bytes
         self._max_inflight = max_inflight
         self._on_close = on_close
-        self._buffer = bytearray()
+        self._buffer = bytearray(SMALL_FRAME + 4)
+        self._start = 0  # unparsed bytes of _buffer are [_start, _end)
+        self._end = 0
+        self._frame: bytearray | None = None  # a large frame being filled by the socket
+        self._frame_filled = 0
         # FIFO of response slots: a list of buffers, NO_RESPONSE, or a pending future.
         self._inflight: deque[Any] = deque()
         self._reading_paused = False
@@ -111,10 +126,27 @@ class KafkaConnection(asyncio.Protocol):
         self._writing_paused = False
         self._update_reading()
 
-    def data_received(self, data: bytes) -> None:
-        buf = self._buffer
-        buf += data
-        pos, end = 0, len(buf)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._frame_filled :]
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif len(self._buffer) - self._end < 1024:
+            # keep the partial frame at the front: it is smaller than SMALL_FRAME + 4 here
+            tail = self._buffer[self._start : self._end]
+            self._buffer[: len(tail)] = tail
+            self._start, self._end = 0, len(tail)
+        return memoryview(self._buffer)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._frame_filled += nbytes
+            if self._frame_filled == len(self._frame):
+                frame, self._frame = self._frame, None
+                self._dispatch(frame)
+            return
+        self._end += nbytes
+        buf, pos, end = self._buffer, self._start, self._end
         while end - pos >= 4 and not self._closed:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self._max_request_bytes:
@@ -122,16 +154,34 @@ class KafkaConnection(asyncio.Protocol):
                     f"request size {size} is outside [0, socket.request.max.bytes={self._max_request_bytes}]"
                 )
                 return
-            if end - pos - 4 < size:
-                break
-            frame = bytes(buf[pos + 4 : pos + 4 + size])
-            pos += 4 + size
-            self._dispatch(frame)
-        if pos:
-            del buf[:pos]
+            if end - pos - 4 >= size:
+                frame = buf[pos + 4 : pos + 4 + size]  # one copy, into a bytearray the handler owns
+                pos += 4 + size
+                self._dispatch(frame)
+                continue
+            if size > SMALL_FRAME:
+                # the socket fills the rest of this frame directly
+                frame = bytearray(size)
+                have = end - pos - 4
+                frame[:have] = memoryview(buf)[pos + 4 : end]
+                self._frame, self._frame_filled = frame, have
+                pos = end
+            break
+        self._start = pos
+        if pos == end:
+            self._start = self._end = 0
+
+    def data_received(self, data: bytes) -> None:
+        """Fallback for transports that do not support BufferedProtocol."""
+        while data:
+            view = self.get_buffer(len(data))
+            n = min(len(view), len(data))
+            view[:n] = data[:n]
+            self.buffer_updated(n)
+            data = data[n:]
 
     # -- internals ---------------------------------------------------------------------------
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytearray) -> None:
         try:
             result = self._handler(frame, self)
         except ConnectionFatalError as e:

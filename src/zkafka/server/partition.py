@@ -113,7 +113,7 @@ class Partition:
             )
         return dup
 
-    def append_as_leader(self, batches: bytearray, headers: list[BatchHeader]) -> AppendInfo:
+    def append_as_leader(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
         info = self.log.append(batches, headers, leader_epoch=self.leader_epoch, assign_offsets=True)
         if headers[0].producer_id >= 0:
             # `headers` still hold the producer's base offsets; re-read the patched ones

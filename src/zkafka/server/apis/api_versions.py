@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from zkafka.protocol.api_versions import BROKER_API_VERSIONS, api_versions_response
+from zkafka.protocol.api_versions import api_versions_response
 from zkafka.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from zkafka.server.dispatcher import RequestContext
 
 
 def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return api_versions_response(BROKER_API_VERSIONS)
+    return api_versions_response(ctx.broker.served_versions)

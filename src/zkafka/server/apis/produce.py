@@ -68,8 +68,9 @@ def _append(
     """Append one partition's batches; returns the high watermark acks=all must wait for."""
     if records is None or len(records) == 0:  # type: ignore[arg-type]
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
-    # One copy: the request frame is read-only, and offsets are patched in place.
-    batches = bytearray(records)  # type: ignore[arg-type]
+    # The network layer hands us a frame we own: the records are a writable view into it, so
+    # offsets are patched in place and the same bytes go to the log. Copy only if read-only.
+    batches = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)  # type: ignore[arg-type]
     try:
         headers = validate_batches(batches)
     except CorruptRecordError as e:
