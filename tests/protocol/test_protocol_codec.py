@@ -193,6 +193,10 @@ def test_encode_rejects_versions_and_types_it_cannot_write() -> None:
         encode_response(3, 1, 1, MetadataRequest())
     with pytest.raises(EncodeError):
         encode_response(3, 1, 1, MetadataResponse.MetadataResponseBroker())  # a struct, not a message
+    with pytest.raises(EncodeError, match="correlation id"):
+        encode_response_parts(3, 1, 2**31, MetadataResponse())
+    with pytest.raises(EncodeError, match="bad request header"):
+        encode_request(RequestHeader(3, 1, 1, 5), MetadataRequest())  # type: ignore[arg-type]
 
 
 def test_response_expected() -> None:

@@ -21,13 +21,13 @@ prefix in the first part already counts every part.
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from zkafka.protocol import codegen, headers
 from zkafka.protocol import primitives as prim
 from zkafka.protocol.api_keys import ApiKey, api_name
+from zkafka.protocol.diagnostics import find_bad_field
 from zkafka.protocol.errors import ErrorCode
 from zkafka.protocol.exceptions import (
     DecodeError,
@@ -40,7 +40,7 @@ from zkafka.protocol.exceptions import (
 from zkafka.protocol.headers import RequestHeader, ResponseHeader
 from zkafka.protocol.message import DeferredRecords, Message
 from zkafka.protocol.messages import REQUEST_CLASSES, RESPONSE_CLASSES
-from zkafka.protocol.schema import ApiSpec, ArrayOf, Field, Struct
+from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import SPECS
 
 Part = bytes | bytearray | memoryview | DeferredRecords
@@ -94,9 +94,9 @@ def decoder(api_key: int, kind: str, version: int) -> codegen.Decoder:
     key = (api_key, kind, version)
     fn = _decoders.get(key)
     if fn is None:
-        spec = spec_for(api_key)
-        if version not in spec.versions:
-            raise ValueError(f"{spec.name} v{version} is outside the codec's versions {spec.versions}")
+        spec = SPECS.get(api_key)
+        if spec is None or version not in spec.versions or kind not in _KINDS:
+            raise DecodeError(f"the codec cannot decode {api_name(api_key)} {kind} v{version}")
         fn = _decoders[key] = codegen.build_decoder(spec, kind, version, message_class(api_key, kind))
     return fn
 
@@ -147,7 +147,7 @@ def _encode_into(message: Message, version: int, out: bytearray, parts: list[Par
     except EncodeError:
         raise
     except _CODEC_FAILURES as exc:
-        where = _find_bad_field(spec_for(cls.API_KEY).fields(cls.KIND), message, version, cls.__name__)
+        where = find_bad_field(spec_for(cls.API_KEY).fields(cls.KIND), message, version, cls.__name__)
         detail = f"{where}: " if where else ""
         raise EncodeError(f"cannot encode {cls.__name__} v{version}: {detail}{exc}") from exc
 
@@ -244,18 +244,23 @@ def response_expected(request: Message) -> bool:
 # -- responses ------------------------------------------------------------------------------------
 
 
-def _check_response(api_key: int, response: Message) -> None:
+def _response_start(api_key: int, api_version: int, correlation_id: int, response: Message) -> bytearray:
+    """A buffer holding the size placeholder and the response header, after sanity checks."""
     cls = type(response)
     if cls.KIND != "response" or api_key != cls.API_KEY:
         raise EncodeError(f"{cls.__qualname__} is not a response for api key {api_key}")
+    out = bytearray(4)
+    try:
+        headers.write_response_header(out, api_key, api_version, correlation_id)
+    except (struct.error, TypeError) as exc:
+        raise EncodeError(f"bad correlation id {correlation_id!r}: {exc}") from exc
+    return out
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, response: Message) -> bytearray:
     """A complete response frame (size prefix included). Records values are copied in;
     `DeferredRecords` values are materialized (use `encode_response_parts` to avoid both)."""
-    _check_response(api_key, response)
-    out = bytearray(4)
-    headers.write_response_header(out, api_key, api_version, correlation_id)
+    out = _response_start(api_key, api_version, correlation_id, response)
     return _finish_frame(_encode_into(response, api_version, out, None))
 
 
@@ -263,10 +268,8 @@ def encode_response_parts(
     api_key: int, api_version: int, correlation_id: int, response: Message
 ) -> list[Part]:
     """The response frame as parts to write in order; see the module docstring."""
-    _check_response(api_key, response)
     parts: list[Part] = []
-    first = bytearray(4)
-    headers.write_response_header(first, api_key, api_version, correlation_id)
+    first = _response_start(api_key, api_version, correlation_id, response)
     tail = _encode_into(response, api_version, first, parts)
     if not parts:
         parts.append(first)
@@ -314,78 +317,3 @@ def decode_response(
         return header, _decode_at(api_key, "response", version, buf, p)
     except (DecodeError, ValueError, struct.error) as exc:
         raise MalformedResponseError(str(exc)) from exc
-
-
-# -- encode diagnostics ---------------------------------------------------------------------------
-
-_INT_RANGES: Final = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-}
-
-
-def _find_bad_field(fields: tuple[Field, ...], obj: Any, version: int, path: str) -> str | None:
-    """Slow path after an encode failed: name the first field whose value cannot be written."""
-    for f in fields:
-        if not f.present_in(version):
-            continue
-        where = f"{path}.{f.name}"
-        try:
-            value = getattr(obj, f.name)
-        except AttributeError:
-            return f"{where} is missing ({type(obj).__name__} is not the expected message class)"
-        problem = _value_problem(f, value, version, where)
-        if problem:
-            return problem
-    return None
-
-
-def _value_problem(f: Field, value: Any, version: int, where: str) -> str | None:
-    if value is None:
-        if f.nullable_in(version):
-            return None
-        return f"{where} is None but not nullable in v{version}"
-    if isinstance(f.type, Struct):
-        return _find_bad_field(f.type.fields, value, version, where)
-    if isinstance(f.type, ArrayOf):
-        if not isinstance(value, list | tuple):
-            return f"{where} must be a list, not {type(value).__name__}"
-        elem = f.type.element
-        for i, item in enumerate(value):
-            item_where = f"{where}[{i}]"
-            if isinstance(elem, Struct):
-                problem = _find_bad_field(elem.fields, item, version, item_where)
-            else:
-                problem = _scalar_problem(elem, item, item_where)
-            if problem:
-                return problem
-        return None
-    return _scalar_problem(f.type, value, where)
-
-
-def _scalar_problem(primitive: str, value: Any, where: str) -> str | None:
-    if primitive in _INT_RANGES:
-        lo, hi = _INT_RANGES[primitive]
-        if not isinstance(value, int):
-            return f"{where} must be an int, not {type(value).__name__}"
-        if not lo <= value <= hi:
-            return f"{where}={value} is out of range for {primitive}"
-    elif primitive == "string":
-        if not isinstance(value, str):
-            return f"{where} must be a str, not {type(value).__name__}"
-        if len(value.encode("utf-8", "surrogatepass")) > 32767:
-            return f"{where} is longer than 32767 bytes"
-    elif primitive == "uuid" and not isinstance(value, uuid.UUID):
-        return f"{where} must be a uuid.UUID, not {type(value).__name__}"
-    elif primitive in ("bytes", "records"):
-        try:
-            prim.records_size(value)
-        except (TypeError, ValueError) as exc:
-            return f"{where}: {exc}"
-    elif primitive == "float64" and not isinstance(value, int | float):
-        return f"{where} must be a float, not {type(value).__name__}"
-    return None
