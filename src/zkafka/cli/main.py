@@ -21,6 +21,9 @@ COMMANDS = (
     "zkafka.cli.zk",
     "zkafka.cli.perf",
     "zkafka.cli.demo",
+    "zkafka.cli.topics",
+    "zkafka.cli.console",
+    "zkafka.cli.cluster",
 )
 
 

@@ -144,6 +144,9 @@ def print_storage_result(result: StorageBenchResult) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     perf = sub.add_parser("perf", help="performance tests")
     perf_sub = perf.add_subparsers(dest="perf_command", metavar="TEST")
+    from zkafka.cli.perf_clients import add_client_perf_commands
+
+    add_client_perf_commands(perf_sub)
     storage = perf_sub.add_parser("storage", help="Log.append throughput against raw os.write")
     storage.add_argument("--batch-bytes", type=int, default=16384, help="batch size in bytes (default 16384)")
     storage.add_argument("--total-mb", type=int, default=512, help="MiB written by each path (default 512)")

@@ -1,0 +1,82 @@
+"""zkafka's own Kafka client: producer, consumer (no groups yet), admin client, and blocking
+wrappers of each (`zkafka.client.sync`).
+
+    from zkafka.client import AdminClient, Consumer, Producer, TopicPartition
+"""
+
+from zkafka.client.admin import (
+    AdminClient,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+from zkafka.client.cluster import (
+    BrokerMetadata,
+    Cluster,
+    ClusterMetadata,
+    PartitionMetadata,
+    TopicMetadata,
+    parse_bootstrap,
+)
+from zkafka.client.connection import BrokerConnection
+from zkafka.client.consumer import Consumer
+from zkafka.client.errors import (
+    BrokerUnavailableError,
+    ClientClosedError,
+    ClientError,
+    ClientTimeoutError,
+    ConfigError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    RecordTooLargeError,
+)
+from zkafka.client.partitioner import murmur2, partition_for_key
+from zkafka.client.producer import Producer
+from zkafka.client.types import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ConsumedRecord,
+    OffsetAndTimestamp,
+    RecordMetadata,
+    TopicPartition,
+)
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "AdminClient",
+    "BrokerConnection",
+    "BrokerMetadata",
+    "BrokerUnavailableError",
+    "ClientClosedError",
+    "ClientError",
+    "ClientTimeoutError",
+    "Cluster",
+    "ClusterDescription",
+    "ClusterMetadata",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigSource",
+    "ConsumedRecord",
+    "Consumer",
+    "KafkaError",
+    "NewPartitions",
+    "NewTopic",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "PartitionMetadata",
+    "Producer",
+    "RecordMetadata",
+    "RecordTooLargeError",
+    "TopicMetadata",
+    "TopicPartition",
+    "murmur2",
+    "parse_bootstrap",
+    "partition_for_key",
+]

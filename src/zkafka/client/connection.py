@@ -17,6 +17,7 @@ import logging
 import struct
 from collections import deque
 from dataclasses import dataclass
+from typing import cast
 
 from zkafka.protocol import (
     ErrorCode,
@@ -139,8 +140,9 @@ class BrokerConnection(asyncio.Protocol):
 
     # -- asyncio.Protocol -----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # No isinstance check: uvloop's TCPTransport implements asyncio.Transport's interface
+        # without subclassing it.
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail_all(ConnectionError_(f"connection to {self.host}:{self.port} lost: {exc or 'closed'}"))
@@ -186,5 +188,8 @@ class BrokerConnection(asyncio.Protocol):
             p = self._pending.popleft()
             if not p.future.done():
                 p.future.set_exception(exc)
+                # Its caller may be gone (cancelled while waiting): then nobody reads the error,
+                # and asyncio must not log it as "never retrieved".
+                p.future.exception()
         if self._closed is not None and not self._closed.done():
             self._closed.set_result(None)

@@ -234,7 +234,7 @@ class Broker:
         self._every(
             cfg.log_retention_check_interval_ms,
             "retention",
-            lambda: lm.check_retention(self._now_ms(), self.replicas.high_watermarks()),
+            lambda: lm.check_retention(self._now_ms(), self.replicas.high_watermarks().get),
         )
         self._every(cfg.log_flush_scheduler_interval_ms, "flush", lambda: lm.flush_dirty_logs(self._now_ms()))
         self._every(

@@ -7,6 +7,7 @@ its config (bound to 127.0.0.1), start it, wait until it answers `ruok`, and sto
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -26,6 +27,19 @@ MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 
 class ZooKeeperNotInstalled(RuntimeError):
     pass
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when the process that started it dies, so
+    a killed test run or `zkafka zookeeper-start` never leaves a ZooKeeper behind."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not Linux/glibc: best effort only
+        pass
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -131,7 +145,12 @@ class ZooKeeperServer:
         log = open(self.data_dir / "zookeeper.log", "ab")  # noqa: SIM115 - owned by the child
         try:
             self.process = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()

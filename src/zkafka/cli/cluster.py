@@ -1,0 +1,258 @@
+"""`zkafka cluster up|status|down`: a local multi-broker cluster for development.
+
+    zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3
+    zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
+    zkafka cluster status [--json]
+    zkafka cluster down
+
+Everything lives under `--dir` (default ./.zkafka/cluster): each broker's server.properties, log
+directory and server.log, the embedded ZooKeeper's data, and cluster.json, which records ports
+and pids so that `status` and `down` (later, other processes) find them. `up` on a directory
+whose cluster is stopped starts it again with the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from zkafka.cli.errors import CliError
+from zkafka.client.config import parse_key_values
+from zkafka.client.errors import ConfigError
+from zkafka.server.launcher import EMBEDDED, ClusterError, LocalCluster
+
+DEFAULT_DIR = Path(".zkafka/cluster")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cluster", help="run a local cluster: up, status, down")
+    cluster_sub = p.add_subparsers(dest="cluster_command", metavar="COMMAND", required=True)
+
+    up = cluster_sub.add_parser("up", help="start ZooKeeper (embedded by default) and N brokers")
+    up.add_argument("--brokers", type=int, default=1, metavar="N", help="number of brokers (default 1)")
+    up.add_argument(
+        "--zookeeper",
+        default=EMBEDDED,
+        metavar="embedded|HOST:PORT[/chroot]",
+        help="start an embedded ZooKeeper (default) or use this one",
+    )
+    up.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
+    )
+    up.add_argument(
+        "--override", action="append", metavar="KEY=VALUE", help="broker config for every broker (repeatable)"
+    )
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
+    up.set_defaults(func=run_up)
+
+    status = cluster_sub.add_parser("status", help="brokers, controller, topics (from ZooKeeper)")
+    status.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
+    )
+    status.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    status.set_defaults(func=run_status)
+
+    down = cluster_sub.add_parser("down", help="stop the brokers (SIGTERM, then SIGKILL) and ZooKeeper")
+    down.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
+    )
+    down.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
+    down.set_defaults(func=run_down)
+
+
+def _load(directory: Path) -> LocalCluster:
+    try:
+        return LocalCluster.load(directory)
+    except FileNotFoundError:
+        raise CliError(
+            f"no cluster in {directory} (start one with `zkafka cluster up --dir {directory}`)"
+        ) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise CliError(f"{directory}/cluster.json is damaged: {e}") from None
+
+
+# -- up ------------------------------------------------------------------------------------------
+
+
+def run_up(args: argparse.Namespace) -> int:
+    if args.brokers < 1:
+        raise CliError("--brokers must be >= 1")
+    try:
+        overrides = parse_key_values(args.override, what="--override")
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    if args.zookeeper != EMBEDDED:
+        from zkafka.zk.connect import parse_connect_string
+
+        try:
+            parse_connect_string(args.zookeeper)
+        except ValueError as e:
+            raise CliError(f"bad --zookeeper: {e}") from None
+    directory: Path = args.dir
+    if (directory / "cluster.json").exists():
+        previous = _load(directory)
+        if previous.running():
+            raise CliError(
+                f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
+            )
+    cluster = LocalCluster(directory)
+    try:
+        _up_with_progress(cluster, args, overrides)
+    except (ClusterError, OSError, ValueError) as e:
+        raise CliError(str(e)) from None
+    print(f"bootstrap servers: {cluster.bootstrap_servers}")
+    print(f"zookeeper: {cluster.zookeeper_connect}")
+    return 0
+
+
+def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides: dict[str, str]) -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status(f"starting a {args.brokers}-broker cluster in {args.dir}") as status:
+
+        def progress(message: str) -> None:
+            status.update(message)
+            console.print(f"[green]✓[/green] {message}", highlight=False)
+
+        cluster.up(
+            args.brokers,
+            zookeeper=args.zookeeper,
+            overrides=overrides,
+            timeout=args.timeout,
+            progress=progress,
+        )
+
+
+# -- status --------------------------------------------------------------------------------------
+
+
+def run_status(args: argparse.Namespace) -> int:
+    cluster = _load(args.dir)
+    report = cluster.process_status()
+    report.update(zookeeper_view(cluster))
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        _print_status(report)
+    return 0
+
+
+def zookeeper_view(cluster: LocalCluster, timeout_s: float = 5.0) -> dict[str, Any]:
+    """Registered brokers, controller and topics as ZooKeeper holds them."""
+    if not cluster.zookeeper_alive():
+        return {"zookeeper_error": f"ZooKeeper at {cluster.zookeeper_connect} is not running"}
+    from zkafka.zk.client import KafkaZkClient
+    from zkafka.zk.errors import ZkError
+    from zkafka.zk.model import TopicPartition
+
+    try:
+        zk = KafkaZkClient(
+            cluster.zookeeper_connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False
+        )
+    except (ZkError, ValueError) as e:
+        return {"zookeeper_error": str(e)}
+    try:
+        registered = {
+            info.id: {"endpoints": [e.connection_string for e in info.endpoints], "epoch": epoch}
+            for info, epoch in zk.get_all_brokers_and_epochs().values()
+        }
+        controller_id = zk.get_controller_id()
+        epoch = zk.get_controller_epoch()
+        topics = {}
+        names = zk.get_all_topics()
+        assignments = zk.get_topic_assignments(names)
+        tps = [TopicPartition(t, p) for t, a in assignments.items() for p in a.partitions]
+        states = zk.get_partition_states(tps)
+        for name in names:
+            assignment = assignments.get(name)
+            partitions = []
+            for p, replicas in sorted((assignment.partitions if assignment else {}).items()):
+                state = states.get(TopicPartition(name, p))
+                lai = state.leader_and_isr if state else None
+                partitions.append(
+                    {
+                        "partition": p,
+                        "replicas": list(replicas),
+                        "leader": lai.leader if lai else None,
+                        "leader_epoch": lai.leader_epoch if lai else None,
+                        "isr": list(lai.isr) if lai else [],
+                    }
+                )
+            topics[name] = partitions
+    except ZkError as e:
+        return {"zookeeper_error": str(e)}
+    finally:
+        zk.close()
+    return {
+        "registered_brokers": registered,
+        "controller": {"id": controller_id, "epoch": epoch[0] if epoch else None},
+        "topics": topics,
+    }
+
+
+def _print_status(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    zk = report["zookeeper"]
+    alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
+    kind = "embedded" if zk["embedded"] else "external"
+    console.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    registered = report.get("registered_brokers", {})
+    controller = report.get("controller", {})
+    brokers = Table(title="Brokers", title_justify="left")
+    for column in ("Id", "Endpoint", "Pid", "Process", "Registered", "Role"):
+        brokers.add_column(column)
+    for b in report["brokers"]:
+        reg = registered.get(b["id"]) if registered else None
+        brokers.add_row(
+            str(b["id"]),
+            b["endpoint"],
+            str(b["pid"] or "-"),
+            "[green]alive[/green]" if b["alive"] else "[red]dead[/red]",
+            "yes" if reg else "[red]no[/red]",
+            "controller" if controller.get("id") == b["id"] else "",
+        )
+    console.print(brokers)
+    if "zookeeper_error" in report:
+        console.print(f"[red]cannot read ZooKeeper: {report['zookeeper_error']}[/red]")
+        return
+    console.print(f"Controller: {controller.get('id')} (epoch {controller.get('epoch')})")
+    topics = Table(title="Topics", title_justify="left")
+    for column in ("Topic", "Partition", "Leader", "Replicas", "Isr"):
+        topics.add_column(column)
+    for name, partitions in report["topics"].items():
+        for part in partitions:
+            under = len(part["isr"]) < len(part["replicas"])
+            isr = ",".join(map(str, part["isr"]))
+            topics.add_row(
+                name,
+                str(part["partition"]),
+                "[red]none[/red]" if part["leader"] in (None, -1) else str(part["leader"]),
+                ",".join(map(str, part["replicas"])),
+                f"[yellow]{isr}[/yellow]" if under else isr,
+            )
+    console.print(topics)
+
+
+# -- down ----------------------------------------------------------------------------------------
+
+
+def run_down(args: argparse.Namespace) -> int:
+    cluster = _load(args.dir)
+    if not cluster.running():
+        print(f"cluster in {args.dir} is not running")
+        return 0
+    cluster.down(timeout=args.timeout)
+    for broker in cluster.brokers.values():
+        broker.pid = 0
+    cluster.zookeeper_pid = 0
+    cluster.save()
+    print(f"stopped cluster in {args.dir}")
+    return 0

@@ -1,0 +1,604 @@
+"""`AdminClient`: topics, partitions, configs, offsets and the cluster's shape.
+
+Every call is async; `zkafka.client.sync.SyncAdminClient` wraps them for blocking code (the CLI).
+Batch calls (`create_topics`, `delete_topics`, `create_partitions`) return one result per item:
+None for success or the broker's `KafkaError` (its code and, when sent, its message), so a tool
+can report each topic; the singular forms (`create_topic`, ...) raise instead.
+
+CreateTopics, DeleteTopics and CreatePartitions go to the controller named in Metadata and are
+retried there when the broker answers NOT_CONTROLLER (the controller moved meanwhile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Self
+
+from zkafka.client.cluster import BrokerMetadata, Cluster, TopicMetadata
+from zkafka.client.connection import ConnectionError_
+from zkafka.client.errors import BrokerUnavailableError, ClientTimeoutError, ConfigError
+from zkafka.client.offsets import READ_UNCOMMITTED, list_offsets, offset_spec
+from zkafka.client.types import OffsetAndTimestamp, TopicPartition
+from zkafka.protocol import ErrorCode, KafkaError, Message
+from zkafka.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+# -- value types -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create. -1 for partitions / replication factor means the broker's default
+    (`num.partitions`, `default.replication.factor`). `assignment` (partition -> broker ids)
+    replaces both counts, as in Kafka."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    assignment: Mapping[int, Sequence[int]] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("a topic name must be a non-empty string")
+        if self.assignment is not None:
+            if self.num_partitions != -1 or self.replication_factor != -1:
+                raise ConfigError(
+                    f"topic {self.name!r}: give either a replica assignment or partitions and "
+                    "replication factor, not both"
+                )
+            if not self.assignment:
+                raise ConfigError(f"topic {self.name!r}: the replica assignment is empty")
+            if sorted(self.assignment) != list(range(len(self.assignment))):
+                raise ConfigError(f"topic {self.name!r}: assigned partitions must be 0..N-1")
+        else:
+            if self.num_partitions == 0 or self.num_partitions < -1:
+                raise ConfigError(f"topic {self.name!r}: partitions must be >= 1, got {self.num_partitions}")
+            if self.replication_factor == 0 or self.replication_factor < -1:
+                raise ConfigError(
+                    f"topic {self.name!r}: replication factor must be >= 1, got {self.replication_factor}"
+                )
+
+
+@dataclass(frozen=True)
+class NewPartitions:
+    """Grow a topic to `total_count` partitions; `assignments` lists the replicas of each new one."""
+
+    total_count: int
+    assignments: Sequence[Sequence[int]] | None = None
+
+
+class ConfigResourceType(IntEnum):
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class ConfigSource(IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class AlterConfigOp(IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True)
+class ConfigResource:
+    type: ConfigResourceType
+    name: str
+
+    @classmethod
+    def topic(cls, name: str) -> Self:
+        return cls(ConfigResourceType.TOPIC, name)
+
+    @classmethod
+    def broker(cls, broker_id: int | str = "") -> Self:
+        """A broker's configs; the empty name means the cluster-wide dynamic default."""
+        return cls(ConfigResourceType.BROKER, str(broker_id))
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource = ConfigSource.UNKNOWN
+    read_only: bool = False
+    is_default: bool = False
+    is_sensitive: bool = False
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...] = ()
+
+    @property
+    def is_override(self) -> bool:
+        """Set on the resource itself (a topic override or a dynamic per-broker config)."""
+        if self.source == ConfigSource.UNKNOWN:  # DescribeConfigs v0 tells only "default or not"
+            return not self.is_default and not self.read_only
+        return self.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerMetadata, ...]
+
+
+# -- the client ----------------------------------------------------------------------------------
+
+
+class AdminClient:
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] | None = None,
+        *,
+        zookeeper_connect: str | None = None,
+        client_id: str = "zkafka-admin",
+        request_timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        self.cluster = Cluster(
+            bootstrap_servers,
+            zookeeper_connect=zookeeper_connect,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.cluster.close()
+
+    # -- cluster ---------------------------------------------------------------------------------
+    async def describe_cluster(self) -> ClusterDescription:
+        meta = await self.cluster.refresh()
+        return ClusterDescription(
+            meta.cluster_id, meta.controller_id, tuple(meta.brokers[b] for b in sorted(meta.brokers))
+        )
+
+    # -- topics ----------------------------------------------------------------------------------
+    async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        meta = await self.cluster.refresh(all_topics=True)
+        return sorted(name for name, t in meta.topics.items() if include_internal or not t.is_internal)
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicMetadata]:
+        """Partitions, leaders, replicas and ISR of `names` (every topic when None). A requested
+        topic that does not exist raises KafkaError UNKNOWN_TOPIC_OR_PARTITION."""
+        if names is None:
+            meta = await self.cluster.refresh(all_topics=True)
+            return {n: meta.topics[n] for n in sorted(meta.topics)}
+        wanted = list(dict.fromkeys(_names(names)))
+        meta = await self.cluster.refresh(wanted)
+        out = {}
+        for name in wanted:
+            topic = meta.topics.get(name)
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            out[name] = topic
+        return out
+
+    async def create_topics(
+        self,
+        topics: Sequence[NewTopic],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[str, KafkaError | None]:
+        def build(names: list[str]) -> CreateTopicsRequest:
+            return CreateTopicsRequest(
+                topics=[_creatable(by_name[n]) for n in names],
+                timeout_ms=timeout_ms,
+                validate_only=validate_only,
+            )
+
+        def results(resp: Message) -> dict[str, KafkaError | None]:
+            assert isinstance(resp, CreateTopicsResponse)
+            return {t.name: _error_or_none(t.error_code, t.error_message, t.name) for t in resp.topics}
+
+        by_name = _unique({t.name: t for t in topics}, [t.name for t in topics])
+        out = await self._to_controller(list(by_name), build, results, timeout_ms)
+        if not validate_only:
+            created = {n: by_name[n].num_partitions for n, e in out.items() if e is None}
+            await self._await_metadata(created, timeout_ms)
+        return out
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        configs: Mapping[str, str] | None = None,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> None:
+        topic = NewTopic(name, num_partitions, replication_factor, dict(configs or {}), assignment)
+        result = await self.create_topics([topic], validate_only=validate_only, timeout_ms=timeout_ms)
+        _raise_first(result)
+
+    async def delete_topics(
+        self, names: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[str, KafkaError | None]:
+        def build(batch: list[str]) -> DeleteTopicsRequest:
+            return DeleteTopicsRequest(topic_names=batch, timeout_ms=timeout_ms)
+
+        def results(resp: Message) -> dict[str, KafkaError | None]:
+            assert isinstance(resp, DeleteTopicsResponse)
+            return {r.name: _error_or_none(r.error_code, None, r.name) for r in resp.responses}
+
+        names = _names(names)
+        unique = list(_unique({n: n for n in names}, names))
+        return await self._to_controller(unique, build, results, timeout_ms)
+
+    async def delete_topic(self, name: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+        _raise_first(await self.delete_topics([name], timeout_ms=timeout_ms))
+
+    async def create_partitions(
+        self,
+        new_partitions: Mapping[str, NewPartitions | int],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[str, KafkaError | None]:
+        specs = {
+            n: p if isinstance(p, NewPartitions) else NewPartitions(p) for n, p in new_partitions.items()
+        }
+
+        def build(names: list[str]) -> CreatePartitionsRequest:
+            return CreatePartitionsRequest(
+                topics=[
+                    CreatePartitionsRequest.CreatePartitionsTopic(
+                        name=n,
+                        count=specs[n].total_count,
+                        assignments=None
+                        if specs[n].assignments is None
+                        else [
+                            CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=list(a))
+                            for a in specs[n].assignments or ()
+                        ],
+                    )
+                    for n in names
+                ],
+                timeout_ms=timeout_ms,
+                validate_only=validate_only,
+            )
+
+        def results(resp: Message) -> dict[str, KafkaError | None]:
+            assert isinstance(resp, CreatePartitionsResponse)
+            return {r.name: _error_or_none(r.error_code, r.error_message, r.name) for r in resp.results}
+
+        out = await self._to_controller(list(specs), build, results, timeout_ms)
+        if not validate_only:
+            await self._await_metadata(
+                {n: specs[n].total_count for n, e in out.items() if e is None}, timeout_ms
+            )
+        return out
+
+    async def _await_metadata(self, partition_counts: Mapping[str, int], timeout_ms: int) -> None:
+        """Wait (at most `timeout_ms`) until Metadata shows these topics with this many partitions
+        (-1: any), each with a leader. The controller has decided when it answers; the brokers
+        learn it a moment later, and a describe or produce right after should find the topic."""
+        if not partition_counts:
+            return
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            meta = await self.cluster.refresh(partition_counts)
+            if all(_ready(meta.topics.get(n), count) for n, count in partition_counts.items()):
+                return
+            if time.monotonic() >= deadline:
+                return  # created all the same; the metadata will catch up
+            await asyncio.sleep(self.cluster.retry_backoff / 2)
+
+    async def create_partition(
+        self,
+        topic: str,
+        total_count: int,
+        *,
+        assignments: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        result = await self.create_partitions(
+            {topic: NewPartitions(total_count, assignments)}, validate_only=validate_only
+        )
+        _raise_first(result)
+
+    async def _to_controller(
+        self,
+        names: list[str],
+        build: Callable[[list[str]], Message],
+        results: Callable[[Message], dict[str, KafkaError | None]],
+        timeout_ms: int,
+    ) -> dict[str, KafkaError | None]:
+        """Send `build(names)` to the controller; names answered NOT_CONTROLLER (or lost with a
+        broken connection) are sent again to the controller Metadata names next."""
+        deadline = time.monotonic() + max(timeout_ms / 1000, self.cluster.request_timeout) + 5
+        out: dict[str, KafkaError | None] = {}
+        pending = names
+        refresh = False
+        while pending:
+            try:
+                controller = await self.cluster.controller(refresh=refresh)
+                resp = await self.cluster.send(
+                    controller, build(pending), timeout=timeout_ms / 1000 + self.cluster.request_timeout
+                )
+            except (ConnectionError_, ClientTimeoutError, BrokerUnavailableError, KafkaError) as e:
+                if isinstance(e, KafkaError) and e.code != ErrorCode.NOT_CONTROLLER:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                refresh = True
+                await asyncio.sleep(self.cluster.retry_backoff)
+                continue
+            answered = results(resp)
+            retry = []
+            for name in pending:
+                err = answered.get(
+                    name, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"no answer for {name!r}")
+                )
+                if err is not None and err.code == ErrorCode.NOT_CONTROLLER and time.monotonic() < deadline:
+                    retry.append(name)
+                else:
+                    out[name] = err
+            pending = retry
+            if pending:
+                refresh = True
+                await asyncio.sleep(self.cluster.retry_backoff)
+        return {n: out[n] for n in names}
+
+    # -- configs ---------------------------------------------------------------------------------
+    async def describe_configs(
+        self,
+        resources: Sequence[ConfigResource],
+        *,
+        keys: Sequence[str] | None = None,
+        include_synonyms: bool = False,
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """The configs of each resource (only `keys` when given). Broker resources are asked of
+        that broker; topics of any broker. A resource's error raises its KafkaError."""
+        by_target: dict[int | None, list[ConfigResource]] = defaultdict(list)
+        for res in resources:
+            by_target[_target_broker(res)].append(res)
+        out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        for target, group in by_target.items():
+            request = DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=r.type,
+                        resource_name=r.name,
+                        configuration_keys=None if keys is None else list(keys),
+                    )
+                    for r in group
+                ],
+                include_synonyms=include_synonyms,
+            )
+            resp = await self._send_to(target, request)
+            assert isinstance(resp, DescribeConfigsResponse)
+            for result in resp.results:
+                res = ConfigResource(ConfigResourceType(result.resource_type), result.resource_name)
+                _raise_error(result.error_code, result.error_message, f"{res.type.name.lower()} {res.name!r}")
+                out[res] = {c.name: _config_entry(c) for c in result.configs}
+        return {r: out.get(r, {}) for r in resources}
+
+    async def describe_topic_configs(self, topic: str) -> dict[str, ConfigEntry]:
+        return (await self.describe_configs([ConfigResource.topic(topic)]))[ConfigResource.topic(topic)]
+
+    async def alter_configs(
+        self,
+        resource: ConfigResource,
+        changes: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Set (value) or remove (None) configs of one resource, leaving the others as they are.
+
+        Uses IncrementalAlterConfigs when the broker offers it; otherwise reads the resource's
+        current overrides and sends the merged full set with AlterConfigs (whose semantics
+        replace every override of the resource).
+        """
+        target = _target_broker(resource)
+        node = target if target is not None else await self.cluster.any_broker()
+        conn = await self.cluster.connection(node)
+        if IncrementalAlterConfigsRequest.API_KEY in conn.api_versions:
+            incremental = IncrementalAlterConfigsRequest(
+                resources=[
+                    IncrementalAlterConfigsRequest.AlterConfigsResource(
+                        resource_type=resource.type,
+                        resource_name=resource.name,
+                        configs=[
+                            IncrementalAlterConfigsRequest.AlterableConfig(
+                                name=k,
+                                config_operation=AlterConfigOp.DELETE if v is None else AlterConfigOp.SET,
+                                value=v,
+                            )
+                            for k, v in changes.items()
+                        ],
+                    )
+                ],
+                validate_only=validate_only,
+            )
+            resp = await self.cluster.send(node, incremental)
+            assert isinstance(resp, IncrementalAlterConfigsResponse)
+            for r in resp.responses:
+                _raise_error(r.error_code, r.error_message, f"{resource.type.name.lower()} {resource.name!r}")
+            return
+        current = (await self.describe_configs([resource]))[resource]
+        merged = {name: e.value for name, e in current.items() if e.is_override}
+        for k, v in changes.items():
+            if v is None:
+                merged.pop(k, None)
+            else:
+                merged[k] = v
+        await self.replace_configs(resource, merged, validate_only=validate_only)
+
+    async def replace_configs(
+        self, resource: ConfigResource, configs: Mapping[str, str | None], *, validate_only: bool = False
+    ) -> None:
+        """AlterConfigs as the protocol defines it: `configs` become the resource's whole set of
+        overrides (anything not listed returns to its default)."""
+        request = AlterConfigsRequest(
+            resources=[
+                AlterConfigsRequest.AlterConfigsResource(
+                    resource_type=resource.type,
+                    resource_name=resource.name,
+                    configs=[
+                        AlterConfigsRequest.AlterableConfig(name=k, value=v) for k, v in configs.items()
+                    ],
+                )
+            ],
+            validate_only=validate_only,
+        )
+        resp = await self._send_to(_target_broker(resource), request)
+        assert isinstance(resp, AlterConfigsResponse)
+        for r in resp.responses:
+            _raise_error(r.error_code, r.error_message, f"{resource.type.name.lower()} {resource.name!r}")
+
+    async def _send_to(self, target: int | None, request: Message) -> Message:
+        if target is None:
+            return await self.cluster.send_any(request)
+        return await self.cluster.send(target, request)
+
+    # -- offsets ---------------------------------------------------------------------------------
+    async def list_offsets(
+        self,
+        specs: Mapping[TopicPartition, str | int],
+        *,
+        isolation_level: int = READ_UNCOMMITTED,
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """Offsets by spec: "earliest", "latest", or a timestamp in ms (the first offset whose
+        record timestamp is >= it; None when there is none)."""
+        converted = {tp: offset_spec(s) for tp, s in specs.items()}
+        return await list_offsets(self.cluster, converted, isolation_level=isolation_level)
+
+    async def topic_offsets(self, topic: str, spec: str | int = "latest") -> dict[int, int]:
+        """partition -> offset for every partition of `topic` (-1 where a timestamp finds nothing)."""
+        meta = (await self.describe_topics([topic]))[topic]
+        found = await self.list_offsets({TopicPartition(topic, p): spec for p in meta.partitions})
+        return {tp.partition: (-1 if r is None else r.offset) for tp, r in sorted(found.items())}
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _names(names: Iterable[str]) -> list[str]:
+    """A list of topic names; a single string is one name, not a sequence of one-letter names."""
+    if isinstance(names, str):
+        return [names]
+    out = list(names)
+    for name in out:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"topic names must be non-empty strings, got {name!r}")
+    return out
+
+
+def _ready(topic: TopicMetadata | None, count: int) -> bool:
+    if topic is None or topic.error != ErrorCode.NONE or not topic.partitions:
+        return False
+    if count > 0 and topic.partition_count < count:
+        return False
+    return all(p.leader >= 0 for p in topic.partitions.values())
+
+
+def _unique(mapping: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    if len(mapping) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise ConfigError(f"topic names given more than once: {', '.join(dupes)}")
+    return mapping
+
+
+def _creatable(topic: NewTopic) -> CreateTopicsRequest.CreatableTopic:
+    assignments = []
+    if topic.assignment is not None:
+        assignments = [
+            CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=list(brokers))
+            for p, brokers in sorted(topic.assignment.items())
+        ]
+    return CreateTopicsRequest.CreatableTopic(
+        name=topic.name,
+        num_partitions=topic.num_partitions,
+        replication_factor=topic.replication_factor,
+        assignments=assignments,
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in topic.configs.items()],
+    )
+
+
+def _error_or_none(code: int, message: str | None, what: str) -> KafkaError | None:
+    if code == ErrorCode.NONE:
+        return None
+    return KafkaError(code, message or f"{what}: {ErrorCode.lookup(code).message}")
+
+
+def _raise_error(code: int, message: str | None, what: str) -> None:
+    error = _error_or_none(code, message, what)
+    if error is not None:
+        raise error
+
+
+def _raise_first(results: Mapping[str, KafkaError | None]) -> None:
+    for error in results.values():
+        if error is not None:
+            raise error
+
+
+def _target_broker(resource: ConfigResource) -> int | None:
+    if resource.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and resource.name:
+        try:
+            return int(resource.name)
+        except ValueError:
+            raise ConfigError(f"broker resource name must be a broker id, got {resource.name!r}") from None
+    return None
+
+
+def _config_entry(c: DescribeConfigsResponse.DescribeConfigsResourceResult) -> ConfigEntry:
+    source = _source(c.config_source)
+    if source == ConfigSource.UNKNOWN:
+        # DescribeConfigs v0 has only is_default: a non-default topic value is an override
+        source = ConfigSource.DEFAULT_CONFIG if c.is_default else ConfigSource.UNKNOWN
+    return ConfigEntry(
+        name=c.name,
+        value=c.value,
+        source=source,
+        read_only=c.read_only,
+        is_default=c.is_default or source == ConfigSource.DEFAULT_CONFIG,
+        is_sensitive=c.is_sensitive,
+        synonyms=tuple((s.name, s.value, _source(s.source)) for s in c.synonyms),
+    )
+
+
+def _source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN

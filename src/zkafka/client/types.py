@@ -1,0 +1,51 @@
+"""Small value types shared by the producer, consumer and admin client."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from zkafka.records import RecordHeader
+
+EARLIEST_TIMESTAMP = -2
+"""ListOffsets "timestamp" asking for the log start offset."""
+LATEST_TIMESTAMP = -1
+"""ListOffsets "timestamp" asking for the log end offset (high watermark / last stable offset)."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed. `offset` is -1 when unknown (acks=0, or a duplicate the
+    broker recognised without telling the original offset)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    """The record's CreateTime, or the broker's LogAppendTime when the topic uses it."""
+    serialized_key_size: int
+    serialized_value_size: int
+
+
+class ConsumedRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    """0 CreateTime, 1 LogAppendTime."""
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[RecordHeader, ...]
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+    """The found record's timestamp; -1 for earliest/latest lookups."""
