@@ -1,0 +1,304 @@
+"""The partition state machine: leader election and the partition state znodes.
+
+States and valid previous states are in `states.py`. What each transition does:
+
+* -> NEW: remember the partition (its assignment is already in the context). Nothing is written.
+* NEW -> ONLINE: create `partitions/<p>/state` (fenced) with leader = first live replica, ISR = all
+  live replicas, leader epoch 0; LeaderAndIsr(is_new=true) to those replicas (and so UpdateMetadata to
+  every broker). Fails if no replica is live (the partition stays NEW).
+* ONLINE/OFFLINE -> ONLINE: re-read the state znode, elect with the given strategy (`election.py`),
+  write the new leader/ISR conditionally on the zkVersion read (BADVERSION: re-read and retry; a
+  controller epoch newer than ours: give up on that partition), LeaderAndIsr to the strategy's
+  recipients. Fails per partition when no replica qualifies (the partition keeps its state).
+* -> OFFLINE, OFFLINE -> NON_EXISTENT: only the in-memory state changes.
+
+`handle_state_changes` returns, per partition that was asked to go ONLINE, the new LeaderAndIsr or the
+exception that stopped it; ControllerMovedError propagates (the controller resigns). The request batch
+is flushed when a call completes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from kazoo.exceptions import NodeExistsError
+
+from zkafka.controller.core import ControllerCore, state_change_log
+from zkafka.controller.election import (
+    ControlledShutdownElection,
+    ElectionResult,
+    ElectionStrategy,
+    OfflineElection,
+    PreferredElection,
+    ReassignElection,
+    initial_leader_and_isr,
+    leader_for_controlled_shutdown,
+    leader_for_offline,
+    leader_for_preferred,
+    leader_for_reassign,
+)
+from zkafka.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, StateChangeFailedError
+from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+__all__ = ["ElectionOutcome", "PartitionStateMachine"]
+
+log = logging.getLogger(__name__)
+
+ElectionOutcome = dict[TopicPartition, LeaderAndIsr | Exception]
+
+
+class PartitionStateMachine:
+    def __init__(self, core: ControllerCore) -> None:
+        self.core = core
+
+    async def startup(self) -> None:
+        """Derive every partition's state from the context (after failover), then elect leaders for
+        NEW and OFFLINE partitions."""
+        ctx = self.core.context
+        for tp in ctx.all_partitions:
+            leadership = ctx.leadership.get(tp)
+            if leadership is None:
+                ctx.partition_states[tp] = PartitionState.NEW
+            elif ctx.is_replica_online(leadership.leader_and_isr.leader, tp):
+                ctx.partition_states[tp] = PartitionState.ONLINE
+            else:
+                ctx.partition_states[tp] = PartitionState.OFFLINE
+        await self.trigger_online_partition_state_change()
+
+    async def trigger_online_partition_state_change(self) -> ElectionOutcome:
+        """Try to bring every NEW or OFFLINE partition online (topics being deleted excepted)."""
+        ctx = self.core.context
+        partitions = [
+            tp
+            for tp in ctx.partitions_in_states(PartitionState.NEW, PartitionState.OFFLINE)
+            if not ctx.is_topic_queued_up_for_deletion(tp.topic)
+        ]
+        return await self.handle_state_changes(partitions, PartitionState.ONLINE, OfflineElection())
+
+    async def handle_state_changes(
+        self,
+        partitions: Iterable[TopicPartition],
+        target: PartitionState,
+        strategy: ElectionStrategy | None = None,
+    ) -> ElectionOutcome:
+        partitions = list(dict.fromkeys(partitions))
+        if not partitions:
+            return {}
+        results = await self._do_handle_state_changes(partitions, target, strategy)
+        self.core.batch.flush()
+        return results
+
+    async def _do_handle_state_changes(
+        self, partitions: list[TopicPartition], target: PartitionState, strategy: ElectionStrategy | None
+    ) -> ElectionOutcome:
+        ctx = self.core.context
+        valid = []
+        for tp in partitions:
+            current = ctx.partition_state(tp)
+            if current in PARTITION_VALID_PREVIOUS[target]:
+                valid.append(tp)
+            else:
+                state_change_log.warning(
+                    "controller %d epoch %d: invalid partition state change of %s from %s to %s",
+                    self.core.broker_id,
+                    ctx.epoch,
+                    tp,
+                    current.value,
+                    target.value,
+                )
+        if target is not PartitionState.ONLINE:
+            for tp in valid:
+                self._change_state(tp, target)
+            return {}
+        results: ElectionOutcome = {}
+        uninitialized = [tp for tp in valid if ctx.partition_state(tp) is PartitionState.NEW]
+        to_elect = [tp for tp in valid if ctx.partition_state(tp) is not PartitionState.NEW]
+        if uninitialized:
+            results.update(await self._initialize_leader_and_isr(uninitialized))
+        if to_elect:
+            if strategy is None:
+                raise ValueError("electing leaders needs an election strategy")
+            results.update(await self._elect_leaders(to_elect, strategy))
+        for tp, outcome in results.items():
+            if isinstance(outcome, LeaderAndIsr):
+                self._change_state(tp, PartitionState.ONLINE)
+            else:
+                state_change_log.warning(
+                    "controller %d epoch %d: %s failed to go online: %s",
+                    self.core.broker_id,
+                    ctx.epoch,
+                    tp,
+                    outcome,
+                )
+        return results
+
+    def _change_state(self, tp: TopicPartition, target: PartitionState) -> None:
+        ctx = self.core.context
+        previous = ctx.partition_state(tp)
+        if previous is not target:
+            state_change_log.debug("partition %s: %s -> %s", tp, previous.value, target.value)
+        ctx.partition_states[tp] = target
+
+    # -- NEW -> ONLINE --------------------------------------------------------------------------------
+    async def _initialize_leader_and_isr(self, partitions: list[TopicPartition]) -> ElectionOutcome:
+        core, ctx = self.core, self.core.context
+        results: ElectionOutcome = {}
+        initial: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        for tp in partitions:
+            assignment = ctx.partition_replica_assignment(tp)
+            lai = initial_leader_and_isr(assignment, ctx.online_replicas(tp))
+            if lai is None:
+                results[tp] = StateChangeFailedError(f"no replica of {tp} in {list(assignment)} is alive")
+            else:
+                initial[tp] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+        if not initial:
+            return results
+        created = await core.call(core.zk.create_topic_partition_states, initial, ctx.epoch_zk_version)
+        for tp, zk_version in created.created.items():
+            state = LeaderIsrAndControllerEpoch(
+                initial[tp].leader_and_isr.with_zk_version(zk_version), ctx.epoch
+            )
+            ctx.leadership[tp] = state
+            core.batch.add_leader_and_isr(
+                state.leader_and_isr.isr, tp, state, ctx.partition_full_replica_assignment(tp), is_new=True
+            )
+            results[tp] = state.leader_and_isr
+        existing = [tp for tp, e in created.failed.items() if isinstance(e, NodeExistsError)]
+        for tp, error in created.failed.items():
+            if tp not in existing:
+                results[tp] = error
+        if existing:
+            # A previous controller created the state znode and died before it could announce it:
+            # adopt what it wrote and bring the partition online with a normal election.
+            states = await core.call(core.zk.get_partition_states, existing)
+            for tp in existing:
+                if tp in states:
+                    ctx.leadership[tp] = states[tp]
+                    self._change_state(tp, PartitionState.OFFLINE)
+                else:
+                    results[tp] = StateChangeFailedError(f"state znode of {tp} vanished while creating it")
+            adopted = [tp for tp in existing if tp in states]
+            if adopted:
+                results.update(await self._elect_leaders(adopted, OfflineElection()))
+        return results
+
+    # -- ONLINE/OFFLINE -> ONLINE ---------------------------------------------------------------------
+    async def _elect_leaders(
+        self, partitions: Sequence[TopicPartition], strategy: ElectionStrategy
+    ) -> ElectionOutcome:
+        results: ElectionOutcome = {}
+        remaining = list(partitions)
+        while remaining:
+            finished, remaining = await self._try_elect(remaining, strategy)
+            results.update(finished)
+        return results
+
+    async def _try_elect(
+        self, partitions: list[TopicPartition], strategy: ElectionStrategy
+    ) -> tuple[ElectionOutcome, list[TopicPartition]]:
+        """One round: (finished partitions, partitions to retry after a BADVERSION)."""
+        core, ctx = self.core, self.core.context
+        results: ElectionOutcome = {}
+        current = await core.call(core.zk.get_partition_states, partitions)
+        valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        for tp in partitions:
+            state = current.get(tp)
+            if state is None:
+                results[tp] = StateChangeFailedError(f"the state znode of {tp} does not exist")
+            elif state.controller_epoch > ctx.epoch:
+                results[tp] = StateChangeFailedError(
+                    f"aborted election for {tp}: its state was written by a newer controller "
+                    f"(epoch {state.controller_epoch} > {ctx.epoch})"
+                )
+            else:
+                valid.append((tp, state.leader_and_isr))
+        if not valid:
+            return results, []
+        decisions = await self._decide(valid, strategy)
+        to_write = {}
+        recipients = {}
+        for decision in decisions:
+            if decision.leader_and_isr is None:
+                results[decision.partition] = StateChangeFailedError(
+                    f"no eligible leader for {decision.partition} with {type(strategy).__name__}"
+                )
+            else:
+                to_write[decision.partition] = decision.leader_and_isr
+                recipients[decision.partition] = decision.recipients
+                if decision.unclean:
+                    state_change_log.warning(
+                        "unclean leader election for %s: %d leads from outside the ISR",
+                        decision.partition,
+                        decision.leader_and_isr.leader,
+                    )
+        if not to_write:
+            return results, []
+        written = await core.call(core.zk.update_leader_and_isr, to_write, ctx.epoch, ctx.epoch_zk_version)
+        for tp, zk_version in written.successful.items():
+            state = LeaderIsrAndControllerEpoch(to_write[tp].with_zk_version(zk_version), ctx.epoch)
+            ctx.leadership[tp] = state
+            core.batch.add_leader_and_isr(
+                recipients[tp], tp, state, ctx.partition_full_replica_assignment(tp), is_new=False
+            )
+            results[tp] = state.leader_and_isr
+        results.update(written.failed)
+        return results, list(written.bad_version)
+
+    async def _decide(
+        self, partitions: list[tuple[TopicPartition, LeaderAndIsr]], strategy: ElectionStrategy
+    ) -> list[ElectionResult]:
+        ctx = self.core.context
+        match strategy:
+            case OfflineElection(allow_unclean=allow_unclean):
+                unclean = await self._unclean_allowed(partitions, allow_unclean)
+                return [
+                    leader_for_offline(
+                        tp,
+                        lai,
+                        ctx.partition_replica_assignment(tp),
+                        ctx.online_replicas(tp),
+                        unclean[tp.topic],
+                    )
+                    for tp, lai in partitions
+                ]
+            case ReassignElection():
+                out = []
+                for tp, lai in partitions:
+                    target = ctx.partition_full_replica_assignment(tp).target_replicas
+                    out.append(leader_for_reassign(tp, lai, target, ctx.online_replicas(tp, target)))
+                return out
+            case PreferredElection():
+                return [
+                    leader_for_preferred(
+                        tp, lai, ctx.partition_replica_assignment(tp), ctx.online_replicas(tp)
+                    )
+                    for tp, lai in partitions
+                ]
+            case ControlledShutdownElection():
+                return [
+                    leader_for_controlled_shutdown(
+                        tp,
+                        lai,
+                        ctx.partition_replica_assignment(tp),
+                        ctx.online_replicas(tp, include_shutting_down=True),
+                        ctx.shutting_down_broker_ids,
+                    )
+                    for tp, lai in partitions
+                ]
+        raise TypeError(f"unknown election strategy {strategy!r}")
+
+    async def _unclean_allowed(
+        self, partitions: list[tuple[TopicPartition, LeaderAndIsr]], allow_unclean: bool
+    ) -> dict[str, bool]:
+        """Topic -> may elect uncleanly. Configs are read only for topics that need it: those with a
+        partition whose ISR has no live member."""
+        ctx = self.core.context
+        topics = {tp.topic for tp, _ in partitions}
+        if allow_unclean:
+            return dict.fromkeys(topics, True)
+        without_live_isr = {
+            tp.topic for tp, lai in partitions if not (ctx.online_replicas(tp) & set(lai.isr))
+        }
+        decided = await self.core.unclean_election_enabled(without_live_isr)
+        return {t: decided.get(t, False) for t in topics}

@@ -1,0 +1,174 @@
+"""The leader election rules, table-driven (no ZooKeeper)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zkafka.controller.election import (
+    controlled_shutdown_leader,
+    initial_leader_and_isr,
+    leader_for_controlled_shutdown,
+    leader_for_offline,
+    leader_for_preferred,
+    leader_for_reassign,
+    offline_leader,
+    preferred_leader,
+    reassign_leader,
+)
+from zkafka.controller.replica_state_machine import isr_without
+from zkafka.zk.model import LeaderAndIsr, TopicPartition
+
+TP = TopicPartition("t", 0)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "live", "leader", "isr"),
+    [
+        ([1, 2, 3], {1, 2, 3}, 1, (1, 2, 3)),
+        ([1, 2, 3], {2, 3}, 2, (2, 3)),
+        ([3, 1, 2], {1, 2}, 1, (1, 2)),  # assignment order, not id order
+        ([1, 2, 3], {3}, 3, (3,)),
+        ([1, 2, 3], set(), None, None),
+    ],
+)
+def test_new_partition_first_live_replica_leads_all_live_in_isr(
+    assignment: list[int], live: set[int], leader: int | None, isr: tuple[int, ...] | None
+) -> None:
+    result = initial_leader_and_isr(assignment, live)
+    if leader is None:
+        assert result is None
+    else:
+        assert result == LeaderAndIsr(leader, 0, isr)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "isr", "live", "unclean", "expected"),
+    [
+        ([1, 2, 3], [1, 2, 3], {2, 3}, False, (2, False)),
+        ([1, 2, 3], [3, 2], {2, 3}, False, (2, False)),  # assignment order wins over ISR order
+        ([1, 2, 3], [1], {2, 3}, False, (None, False)),  # no live ISR member, clean
+        ([1, 2, 3], [1], {2, 3}, True, (2, True)),  # unclean: first live replica
+        ([1, 2, 3], [1, 3], {2, 3}, True, (3, False)),  # clean choice exists: not unclean
+        ([1, 2, 3], [1], set(), True, (None, False)),
+    ],
+)
+def test_offline_leader(
+    assignment: list[int], isr: list[int], live: set[int], unclean: bool, expected: tuple[int | None, bool]
+) -> None:
+    assert offline_leader(assignment, isr, live, unclean) == expected
+
+
+def test_offline_election_result_isr_and_epoch() -> None:
+    current = LeaderAndIsr(1, 5, (1, 2, 3), zk_version=7)
+    clean = leader_for_offline(TP, current, [1, 2, 3], {2, 3}, unclean_allowed=False)
+    assert clean.leader_and_isr == LeaderAndIsr(2, 6, (2, 3), zk_version=7)
+    assert clean.recipients == (2, 3) and not clean.unclean
+    unclean = leader_for_offline(
+        TP, LeaderAndIsr(1, 5, (1,), zk_version=7), [1, 2, 3], {3}, unclean_allowed=True
+    )
+    assert unclean.leader_and_isr == LeaderAndIsr(3, 6, (3,), zk_version=7) and unclean.unclean
+    none = leader_for_offline(TP, LeaderAndIsr(1, 5, (1,)), [1, 2, 3], {2, 3}, unclean_allowed=False)
+    assert none.leader_and_isr is None and none.recipients == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("target", "isr", "live", "expected"),
+    [
+        ([4, 5, 6], [1, 2, 4, 5, 6], {1, 2, 4, 5, 6}, 4),
+        ([4, 5, 6], [1, 5, 6], {1, 4, 5, 6}, 5),
+        ([4, 5, 6], [1, 4, 5, 6], {1, 5, 6}, 5),
+        ([4, 5], [1, 2], {1, 2, 4, 5}, None),
+    ],
+)
+def test_reassign_leader(target: list[int], isr: list[int], live: set[int], expected: int | None) -> None:
+    assert reassign_leader(target, isr, live) == expected
+
+
+def test_reassign_result_keeps_isr_and_targets_recipients() -> None:
+    result = leader_for_reassign(TP, LeaderAndIsr(1, 3, (1, 4, 5)), [4, 5], {1, 4, 5})
+    assert result.leader_and_isr == LeaderAndIsr(4, 4, (1, 4, 5))
+    assert result.recipients == (4, 5)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "isr", "live", "expected"),
+    [
+        ([1, 2, 3], [1, 2, 3], {1, 2, 3}, 1),
+        ([1, 2, 3], [2, 3], {1, 2, 3}, None),  # preferred not in sync
+        ([1, 2, 3], [1, 2, 3], {2, 3}, None),  # preferred dead
+        ([], [1], {1}, None),
+    ],
+)
+def test_preferred_leader(
+    assignment: list[int], isr: list[int], live: set[int], expected: int | None
+) -> None:
+    assert preferred_leader(assignment, isr, live) == expected
+
+
+def test_preferred_result_keeps_isr() -> None:
+    result = leader_for_preferred(TP, LeaderAndIsr(2, 1, (2, 1)), [1, 2], {1, 2})
+    assert result.leader_and_isr == LeaderAndIsr(1, 2, (2, 1))
+    assert result.recipients == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "isr", "live", "shutting", "expected"),
+    [
+        ([1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}, 2),
+        ([1, 2, 3], [1, 3], {1, 2, 3}, {1}, 3),
+        ([1, 2, 3], [1], {1, 2, 3}, {1}, None),
+        ([1, 2, 3], [1, 2, 3], {1, 3}, {1}, 3),  # 2 is not live
+    ],
+)
+def test_controlled_shutdown_leader(
+    assignment: list[int], isr: list[int], live: set[int], shutting: set[int], expected: int | None
+) -> None:
+    assert controlled_shutdown_leader(assignment, isr, live, shutting) == expected
+
+
+def test_controlled_shutdown_result_drops_shutting_down_from_isr() -> None:
+    result = leader_for_controlled_shutdown(TP, LeaderAndIsr(1, 0, (1, 2, 3)), [1, 2, 3], {1, 2, 3}, {1})
+    assert result.leader_and_isr == LeaderAndIsr(2, 1, (2, 3))
+    assert result.recipients == (1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    ("before", "replica", "after"),
+    [
+        (LeaderAndIsr(1, 3, (1, 2, 3)), 2, LeaderAndIsr(1, 4, (1, 3))),
+        (LeaderAndIsr(1, 3, (1, 2, 3)), 1, LeaderAndIsr(-1, 4, (2, 3))),
+        (LeaderAndIsr(1, 3, (1,)), 1, LeaderAndIsr(-1, 4, (1,))),  # never an empty ISR
+    ],
+)
+def test_replica_offline_isr_never_empty(before: LeaderAndIsr, replica: int, after: LeaderAndIsr) -> None:
+    assert isr_without(before, replica) == after
+
+
+brokers = st.lists(st.integers(0, 9), min_size=1, max_size=6, unique=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    assignment=brokers,
+    isr_seed=st.sets(st.integers(0, 9)),
+    live=st.sets(st.integers(0, 9)),
+    unclean=st.booleans(),
+)
+def test_offline_election_properties(
+    assignment: list[int], isr_seed: set[int], live: set[int], unclean: bool
+) -> None:
+    isr = [b for b in assignment if b in isr_seed] or assignment[:1]
+    current = LeaderAndIsr(assignment[0], 4, tuple(isr))
+    result = leader_for_offline(TP, current, assignment, live, unclean_allowed=unclean)
+    new = result.leader_and_isr
+    if new is None:
+        assert not (set(isr) & live and set(assignment) & live)
+        assert not (unclean and set(assignment) & live)
+        return
+    assert new.leader in live and new.leader in assignment
+    assert new.leader_epoch == 5
+    assert new.isr and set(new.isr) <= live and new.leader in new.isr
+    if not result.unclean:
+        assert new.leader in isr
