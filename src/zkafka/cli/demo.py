@@ -1,9 +1,195 @@
-"""`zkafka zk ls|get|tree|rm`: placeholder replaced by the zk browsing commands."""
+"""`zkafka demo` (what `make run` runs): the whole system end to end on this machine.
+
+An embedded ZooKeeper and a 3-broker cluster are started as real processes; a replicated topic
+is created through the CLI; records are produced and consumed with zkafka's client and the
+console tools; then the evidence is printed: per-partition counts, one partition's log
+directory as Kafka lays it out, the ZooKeeper tree in Kafka's layout, and `cluster status`.
+Everything started is stopped at the end, also on errors and Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+
+from zkafka.cli.errors import CliError
+
+TOPIC = "demo-events"
+PARTITIONS = 6
+RECORDS = 30_000
+USERS = 100
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    return None
+    p = sub.add_parser("demo", help="run the end-to-end demo (what `make run` does)")
+    p.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a temporary one)")
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--records", type=int, default=RECORDS)
+    p.set_defaults(func=run)
+
+
+def _zkafka(*args: str, stdin: str | None = None, capture: bool = True) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "zkafka.cli.main", *args],
+        input=stdin,
+        capture_output=capture,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise CliError(f"`zkafka {' '.join(args)}` failed: {(proc.stderr or '').strip()[-500:]}")
+    return proc.stdout or ""
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="zkafka-demo-") as tmp:
+        directory = args.dir or Path(tmp) / "cluster"
+        console.print(Rule(f"zkafka demo: ZooKeeper + {args.brokers} brokers in {directory}"))
+        _zkafka("cluster", "up", "--brokers", str(args.brokers), "--dir", str(directory), capture=False)
+        try:
+            _demo(console, directory, args)
+        finally:
+            console.print(Rule("stopping everything"))
+            _zkafka("cluster", "down", "--dir", str(directory), capture=False)
+    return 0
+
+
+async def _produce(bootstrap: str, n: int) -> list:
+    from zkafka.client.producer import Producer
+
+    producer = Producer(bootstrap, acks=-1, enable_idempotence=True, linger_ms=5, compression="lz4")
+    try:
+        futures = [
+            await producer.send(
+                TOPIC, f'{{"user":"user-{i % USERS}","n":{i}}}'.encode(), key=f"user-{i % USERS}".encode()
+            )
+            for i in range(n)
+        ]
+        await producer.flush()
+        return [await f for f in futures]
+    finally:
+        await producer.close()
+
+
+def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
+    from zkafka.client.sync import SyncConsumer
+    from zkafka.client.types import TopicPartition
+    from zkafka.server.launcher import LocalCluster
+
+    cluster = LocalCluster.load(directory)
+    bootstrap = cluster.bootstrap_servers
+    rf = min(3, args.brokers)
+
+    console.print(Rule(f"1. create topic {TOPIC}: {PARTITIONS} partitions, replication factor {rf}"))
+    console.print(
+        _zkafka(
+            "topics",
+            "--bootstrap-server",
+            bootstrap,
+            "--create",
+            "--topic",
+            TOPIC,
+            "--partitions",
+            str(PARTITIONS),
+            "--replication-factor",
+            str(rf),
+        ).strip()
+    )
+
+    console.print(Rule(f"2. produce {args.records:,} keyed records (idempotent, acks=all)"))
+    start = time.perf_counter()
+    metas = asyncio.run(_produce(bootstrap, args.records))
+    elapsed = time.perf_counter() - start
+    console.print(
+        f"acknowledged {len(metas):,} records in {elapsed:.2f}s ({len(metas) / elapsed:,.0f} records/s)"
+    )
+    _zkafka(
+        "console-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        stdin="console:hello from the console producer\n",
+    )
+
+    console.print(Rule("3. consume everything back"))
+    consumer = SyncConsumer(bootstrap, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
+    got: list = []
+    deadline = time.monotonic() + 60
+    while len(got) < args.records + 1 and time.monotonic() < deadline:
+        got.extend(consumer.poll(1000))
+    consumer.close()
+    per_partition = Counter(r.partition for r in got)
+    keys_per_partition: dict[int, set[bytes]] = {}
+    for r in got:
+        keys_per_partition.setdefault(r.partition, set()).add(r.key)
+    table = Table(title=f"{TOPIC}: records per partition (a key always lands in one partition)")
+    for col in ("partition", "records", "distinct keys", "first offset", "last offset"):
+        table.add_column(col, justify="right")
+    for p in range(PARTITIONS):
+        offsets = [r.offset for r in got if r.partition == p]
+        table.add_row(
+            str(p),
+            f"{per_partition[p]:,}",
+            str(len(keys_per_partition.get(p, ()))),
+            str(min(offsets, default="-")),
+            str(max(offsets, default="-")),
+        )
+    table.add_row("total", f"{len(got):,}", str(len({r.key for r in got})), "", "")
+    console.print(table)
+    sent = {(m.partition, m.offset) for m in metas}
+    received = {(r.partition, r.offset) for r in got}
+    verdict = "every acknowledged record was read back" if sent <= received else "MISSING RECORDS"
+    console.print(f"[bold]{verdict}[/bold] ({len(sent & received):,} of {len(sent):,})")
+    if not sent <= received:
+        raise CliError("the demo lost records")
+    console.print("console-consumer, last record of the topic's partitions:")
+    line = _zkafka(
+        "console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--from-beginning",
+        "--property",
+        "print.key=true",
+        "--timeout-ms",
+        "5000",
+    )
+    console.print("  " + next(ln for ln in line.splitlines() if ln.startswith("console")))
+
+    console.print(Rule("4. one partition's log directory on broker 1 (Kafka's layout)"))
+    broker1 = Path(cluster.brokers[min(cluster.brokers)].directory) / "logs"
+    part_dir = next(iter(sorted(broker1.glob(f"{TOPIC}-*"))), None)
+    files = Table(title=str(part_dir))
+    files.add_column("file")
+    files.add_column("bytes", justify="right")
+    for f in sorted(part_dir.iterdir()) if part_dir else []:
+        files.add_row(f.name, f"{f.stat().st_size:,}")
+    for f in sorted(broker1.iterdir()):
+        if f.is_file():
+            files.add_row(f"../{f.name}", f"{f.stat().st_size:,}")
+    console.print(files)
+
+    console.print(Rule("5. the cluster's metadata in ZooKeeper (Kafka's znode layout)"))
+    console.print(_zkafka("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect).rstrip())
+
+    console.print(Rule("6. zkafka cluster status"))
+    console.print(_zkafka("cluster", "status", "--dir", str(directory)).rstrip())
