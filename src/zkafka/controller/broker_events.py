@@ -241,4 +241,9 @@ class BrokerEvents:
         await self.rsm.handle_state_changes(
             [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
         )
-        return ErrorCode.NONE, ctx.partition_leaders_on_broker(broker_id)
+        # As Kafka: only replicated partitions count, a single-replica partition cannot move.
+        return ErrorCode.NONE, {
+            tp
+            for tp in ctx.partition_leaders_on_broker(broker_id)
+            if len(ctx.partition_replica_assignment(tp)) > 1
+        }

@@ -279,8 +279,57 @@ class Broker:
         return int(time.time() * 1000)
 
     # -- shutdown ---------------------------------------------------------------------------------
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships away before it stops (Kafka's
+        controlled shutdown): retried `controlled.shutdown.max.retries` times while the
+        controller reports partitions we still lead. True when nothing is left."""
+        cfg = self.config
+        for attempt in range(cfg.controlled_shutdown_max_retries):
+            try:
+                if await self._controlled_shutdown_once():
+                    log.info("controlled shutdown succeeded")
+                    return True
+            except Exception as e:
+                log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+            await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
+        log.warning("controlled shutdown did not complete; stopping anyway")
+        return False
+
+    async def _controlled_shutdown_once(self) -> bool:
+        from zkafka.client.connection import BrokerConnection
+        from zkafka.protocol.messages import ControlledShutdownRequest
+
+        controller_id = await self.zk_call(self.zk.get_controller_id)
+        if controller_id is None:
+            raise ConnectionError("no controller")
+        request = ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch)
+        if controller_id == self.broker_id and self.controller is not None and self.controller.is_active:
+            error, remaining = await self.controller.controlled_shutdown(self.broker_id, self.broker_epoch)
+        else:
+            info = await self.zk_call(self.zk.get_broker, controller_id)
+            ep = info.endpoint(self.config.inter_broker_listener_name) if info is not None else None
+            if ep is None:
+                raise ConnectionError(
+                    f"controller {controller_id} has no {self.config.inter_broker_listener_name} endpoint"
+                )
+            conn = await BrokerConnection.open(
+                ep.host, ep.port, client_id=f"broker-{self.broker_id}-shutdown"
+            )
+            try:
+                resp = await conn.send(request, timeout=self.config.request_timeout_ms / 1000)
+            finally:
+                conn.close()
+            error, remaining = resp.error_code, resp.remaining_partitions
+        if error != 0:
+            raise ConnectionError(f"controller {controller_id} answered error {error}")
+        if remaining:
+            log.info("controller %d: %d partitions still led here", controller_id, len(remaining))
+        return not remaining
+
     async def stop(self) -> None:
         log.info("broker %d shutting down", self.broker_id)
+        if self.config.controlled_shutdown_enable and self.zk is not None and self.broker_epoch >= 0:
+            await self.controlled_shutdown()
         for server in self.servers:
             server.close()
         if self.controller is not None:

@@ -6,6 +6,7 @@ from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
     api_versions,
     configs,
+    controlled_shutdown,
     controller_requests,
     fetch,
     leader_epochs,
@@ -25,6 +26,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LEADER_AND_ISR: controller_requests.handle_leader_and_isr,
     ApiKey.STOP_REPLICA: controller_requests.handle_stop_replica,
     ApiKey.UPDATE_METADATA: controller_requests.handle_update_metadata,
+    ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.CREATE_TOPICS: topics.handle_create_topics,
     ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
