@@ -187,7 +187,10 @@ def test_controlled_shutdown_moves_leadership_away(zk_connect: str) -> None:
 
             error, remaining = await controller.controlled_shutdown(leaving, node.broker_epoch)
             assert error is ErrorCode.NONE
-            assert remaining == {SOLO}  # RF 1: nowhere to move it
+            assert (
+                remaining == set()
+            )  # everything replicated moved; solo (RF 1) cannot move and does not count
+            assert (await cluster.state(SOLO)).leader_and_isr.leader == leaving
             a0 = await cluster.state(A0)
             a1 = await cluster.state(A1)
             assert a0 is not None and a1 is not None
@@ -201,5 +204,40 @@ def test_controlled_shutdown_moves_leadership_away(zk_connect: str) -> None:
                 lambda: False in node.broker.stop_replicas(A1), "StopReplica for the followed partition"
             )
             assert True not in node.broker.stop_replicas(A1)  # stopped, never deleted
+
+    asyncio.run(main())
+
+
+def test_election_retries_after_a_concurrent_state_write(zk_connect: str) -> None:
+    async def main() -> None:
+        async with Cluster(zk_connect, [1, 2, 3]) as cluster:
+            active = await cluster.wait_for_controller()
+            admin = cluster.admin
+            zk = active.zk
+            assert admin is not None and zk is not None
+            x, y = (b for b in (1, 2, 3) if b != active.broker_id)
+            await cluster.zk(admin.create_topic_assignment, "a", {0: [x, y]})
+            before = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == x, "a-0 online")
+            # The leader rewrites the state znode (as an ISR update would) right between the controller's
+            # read and its conditional write: the write fails with BADVERSION and must be retried.
+            original = zk.update_leader_and_isr
+            raced: list[bool] = []
+
+            def racing_update(states, controller_epoch, epoch_zk_version):  # type: ignore[no-untyped-def]
+                if A0 in states and not raced:
+                    raced.append(True)
+                    ok, _ = admin.conditional_update_partition_state(
+                        A0, before.leader_and_isr, before.controller_epoch
+                    )
+                    assert ok
+                return original(states, controller_epoch, epoch_zk_version)
+
+            zk.update_leader_and_isr = racing_update  # type: ignore[method-assign]
+            await cluster[x].crash()
+            after = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == y, "a-0 re-elected")
+            assert raced
+            assert after.leader_and_isr.leader_epoch == before.leader_and_isr.leader_epoch + 1
+            assert after.zk_version == before.zk_version + 2  # the racing write, then ours
+            assert after.leader_and_isr.isr == (y,)
 
     asyncio.run(main())

@@ -23,9 +23,14 @@ def test_exactly_one_controller_and_updates_to_every_broker(zk_connect: str) -> 
             assert epoch >= 1
             assert await cluster.zk(cluster.admin.get_controller_id) == active.broker_id
             assert (await cluster.zk(cluster.admin.get_controller_epoch))[0] == epoch
+            # Every other broker's controller sees who won (once its own startup read /controller).
             for node in cluster.nodes.values():
-                assert node.controller is not None
-                assert node.controller.active_controller_id == active.broker_id or node is active
+                controller = node.controller
+                assert controller is not None
+                await wait_until(
+                    lambda c=controller: c.active_controller_id == active.broker_id,
+                    f"broker {node.broker_id} to know the controller",
+                )
             # Every broker learns the live brokers from UpdateMetadata carrying its own broker epoch.
             for node in cluster.nodes.values():
                 await wait_until(

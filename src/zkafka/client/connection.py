@@ -73,7 +73,10 @@ class BrokerConnection(asyncio.Protocol):
         conn = cls(host, port, client_id)
         conn._closed = loop.create_future()
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: conn, host, port), timeout)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that
+            # arrives just as the awaited operation completes, leaving a cancelled caller running.
+            async with asyncio.timeout(timeout):
+                await loop.create_connection(lambda: conn, host, port)
         except (OSError, TimeoutError) as e:
             raise ConnectionError_(f"cannot connect to {host}:{port}: {e}") from e
         resp = await conn.send(ApiVersionsRequest(), version=0, timeout=timeout)
@@ -116,7 +119,8 @@ class BrokerConnection(asyncio.Protocol):
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending.append(_Pending(cid, api_key, version, fut))
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):  # see `open` for why not wait_for
+                return await asyncio.shield(fut)
         except TimeoutError:
             # The stream is now out of step with our FIFO: a late answer cannot be matched safely.
             self._fail_all(ConnectionError_(f"request {api_key} to {self.host}:{self.port} timed out"))

@@ -61,7 +61,12 @@ class BrokerEvents:
             # Creation and deletion are broker changes (children of /brokers/ids), not modifications.
             return BrokerModification(broker_id) if event.type is WatchEventType.CHANGED else None
 
+        if self.core.watches.is_watching("data", BrokerIdZNode.path(broker_id)):
+            return
         self.core.watches.data(BrokerIdZNode.path(broker_id), on_change)
+        # The registration was read before this watch existed: check once more for a change made in
+        # between (nothing happens if there was none).
+        self.core.emit(BrokerModification(broker_id))
 
     def unwatch_broker(self, broker_id: int) -> None:
         self.core.watches.cancel("data", BrokerIdZNode.path(broker_id))
@@ -208,8 +213,8 @@ class BrokerEvents:
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> tuple[ErrorCode, set[TopicPartition]]:
-        """Move leadership away from a broker that asked to shut down; returns the partitions it still
-        leads (it retries until that set is empty or its retries run out)."""
+        """Move leadership away from a broker that asked to shut down; returns the replicated partitions
+        it still leads (it retries until that set is empty or its retries run out)."""
         core, ctx = self.core, self.core.context
         if broker_id not in ctx.live_or_shutting_down_broker_ids:
             log.info("controlled shutdown of unknown broker %d refused", broker_id)
@@ -241,9 +246,10 @@ class BrokerEvents:
         await self.rsm.handle_state_changes(
             [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
         )
-        # As Kafka: only replicated partitions count, a single-replica partition cannot move.
+        # As Kafka: only replicated partitions of live topics count; a single replica cannot move.
         return ErrorCode.NONE, {
             tp
             for tp in ctx.partition_leaders_on_broker(broker_id)
             if len(ctx.partition_replica_assignment(tp)) > 1
+            and not self.deletion.is_topic_queued_up_for_deletion(tp.topic)
         }

@@ -14,7 +14,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,8 +58,9 @@ class BrokerChannel:
         self._client_id = client_id
         self._request_timeout_s = request_timeout_s
         self._retry_backoff_s = retry_backoff_s
-        self._queue: asyncio.Queue[_QueuedRequest] = asyncio.Queue()
+        self._queue: asyncio.Queue[_QueuedRequest | None] = asyncio.Queue()
         self._conn: BrokerConnection | None = None
+        self._closed = False
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-channel-{broker_id}"
         )
@@ -77,7 +77,8 @@ class BrokerChannel:
         return self._queue.qsize()
 
     def enqueue(self, request: Message, version: int, callback: ResponseCallback | None = None) -> None:
-        self._queue.put_nowait(_QueuedRequest(request, version, callback))
+        if not self._closed:
+            self._queue.put_nowait(_QueuedRequest(request, version, callback))
 
     def retarget(self, host: str, port: int) -> None:
         """The broker moved its inter-broker endpoint: reconnect there for the next attempt."""
@@ -87,6 +88,10 @@ class BrokerChannel:
 
     def close(self) -> None:
         """Stop sending (queued requests are dropped); the task finishes shortly after."""
+        self._closed = True
+        # Cancellation alone is not enough: asyncio.wait_for (3.11) can swallow it when the awaited
+        # response arrives at the same moment, so the task also checks the flag and is woken up.
+        self._queue.put_nowait(None)
         self._task.cancel()
         self._drop_connection()
 
@@ -97,10 +102,12 @@ class BrokerChannel:
 
     async def _run(self) -> None:
         try:
-            while True:
+            while not self._closed:
                 item = await self._queue.get()
+                if item is None or self._closed:
+                    return
                 response = await self._deliver(item)
-                if response is None or item.callback is None:
+                if response is None or item.callback is None or self._closed:
                     continue
                 try:
                     item.callback(response)
@@ -113,7 +120,7 @@ class BrokerChannel:
         """The response, retrying until it comes; None if the request itself cannot be encoded."""
         name = type(item.request).API_NAME
         attempt = 0
-        while True:
+        while not self._closed:
             attempt += 1
             try:
                 conn = await self._connection()
@@ -138,6 +145,7 @@ class BrokerChannel:
                     e,
                 )
                 await asyncio.sleep(self._retry_backoff_s)
+        return None
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or self._conn.is_closed:
@@ -224,10 +232,10 @@ class ControllerChannelManager:
         channel.enqueue(request, version, callback)
         return True
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, timeout_s: float = 5.0) -> None:
         for broker_id in list(self._channels):
             self.remove_broker(broker_id)
-        tasks = list(self._closing)
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(task, return_exceptions=True)
+        if self._closing:
+            _, pending = await asyncio.wait(list(self._closing), timeout=timeout_s)
+            if pending:
+                log.warning("%d controller channel tasks did not stop within %.1f s", len(pending), timeout_s)

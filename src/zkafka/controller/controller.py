@@ -18,7 +18,9 @@ Theory of operation:
 Session expiry: the controller resigns as soon as the session is reported expired. When the new
 session is up it awaits `on_new_session` (the broker's re-registration of /brokers/ids/<id>, so the
 cluster knows the broker again before this controller can win) and then runs the election again.
-Without a hook it re-elects straight away.
+Without a hook it re-elects straight away. A ZooKeeper call retried across the expiry can still
+complete an election after the resignation; a /controller naming this broker without a running term
+is therefore adopted (its epoch is ours: nobody can bump it while /controller exists).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ __all__ = ["Controller"]
 log = logging.getLogger(__name__)
 
 NO_CONTROLLER = -1
+ELECTION_RETRY_S = 1.0
 
 NewSessionHook = Callable[[], Awaitable[object]]
 R = TypeVar("R")
@@ -108,7 +111,6 @@ class Controller:
         on_new_session: NewSessionHook | None = None,
     ) -> None:
         self.broker_id = broker_id
-        self._zk = zk
         self._watcher = watcher
         self._on_new_session = on_new_session
         self._queue = EventQueue()
@@ -224,7 +226,7 @@ class Controller:
         return await future
 
     # -- callbacks from the watch bridge (loop thread): only enqueue ----------------------------------
-    def _on_controller_znode(self, _event: ZkWatchEvent) -> None:
+    def _on_controller_znode(self, _event: ZkWatchEvent | None) -> None:
         if not self._stopping:
             self._queue.put(ControllerChange())
 
@@ -255,10 +257,22 @@ class Controller:
                 await self._safely(self._maybe_resign())
             except Exception:
                 log.exception("controller %d failed to process %s", self.broker_id, type(event).__name__)
-                # The context already holds the decisions made so far: let the brokers know them.
-                self._core.batch.flush()
+                self._after_failure(event)
             finally:
                 event.preempt()
+
+    def _after_failure(self, event: ControllerEvent) -> None:
+        if isinstance(event, Startup | ControllerChange | RegisterBrokerAndReelect) and not self.is_active:
+            # The election itself failed (ZooKeeper unreachable...): nobody else may ever poke us, so
+            # try again shortly.
+            asyncio.get_running_loop().call_later(ELECTION_RETRY_S, self._on_controller_znode, None)
+            return
+        try:
+            # The context already holds the decisions made so far: let the brokers know them.
+            self._core.batch.flush()
+        except Exception:
+            log.exception("controller %d could not send its pending requests", self.broker_id)
+            self._core.batch.clear()
 
     async def _safely(self, step: Awaitable[None]) -> None:
         try:

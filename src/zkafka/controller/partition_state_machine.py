@@ -5,7 +5,8 @@ States and valid previous states are in `states.py`. What each transition does:
 * -> NEW: remember the partition (its assignment is already in the context). Nothing is written.
 * NEW -> ONLINE: create `partitions/<p>/state` (fenced) with leader = first live replica, ISR = all
   live replicas, leader epoch 0; LeaderAndIsr(is_new=true) to those replicas (and so UpdateMetadata to
-  every broker). Fails if no replica is live (the partition stays NEW).
+  every broker). Fails if no replica is live (the partition stays NEW). A state znode that already
+  exists (a previous controller died right after creating it) is adopted and elected normally.
 * ONLINE/OFFLINE -> ONLINE: re-read the state znode, elect with the given strategy (`election.py`),
   write the new leader/ISR conditionally on the zkVersion read (BADVERSION: re-read and retry; a
   controller epoch newer than ours: give up on that partition), LeaderAndIsr to the strategy's

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zkafka.config import BrokerConfig
+from zkafka.coordinator.service import CoordinatorService
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.server.apis import HANDLERS
@@ -61,6 +62,7 @@ class Broker:
         self.controller: Any = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr: IsrManager = None  # type: ignore[assignment]
+        self.group_coordinator: Any = None  # zkafka.coordinator.service.CoordinatorService
         self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[KafkaConnection] = set()
         self.bound_ports: dict[str, int] = {}
@@ -86,6 +88,8 @@ class Broker:
 
     def on_leadership_changed(self, changes: dict[Any, Any]) -> None:
         """Hook for the group coordinator (loads/unloads groups when `__consumer_offsets` moves)."""
+        if self.group_coordinator is not None:
+            self.group_coordinator.on_leadership_changed(changes)
 
     # -- start-up ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -121,6 +125,8 @@ class Broker:
         self.fetchers = ReplicaFetcherManager(self)
         self.replicas.followers = self.fetchers
         self.isr = IsrManager(self)
+        self.group_coordinator = CoordinatorService(self)
+        self.group_coordinator.start()
         await self._start_listeners()
         self.watcher = AsyncWatcher(self.zk, loop)
         self._handles.append(self.watcher.add_session_listener(self._on_session_event))
@@ -193,7 +199,11 @@ class Broker:
         from zkafka.controller.controller import Controller
 
         assert self.watcher is not None
-        self.controller = Controller(self.broker_id, self.zk, self.executor, self.watcher, self.config)
+        # On a new ZooKeeper session the controller module re-registers this broker first, then
+        # campaigns (Kafka's order), so a controller never runs without its own broker registered.
+        self.controller = Controller(
+            self.broker_id, self.zk, self.executor, self.watcher, self.config, on_new_session=self._reregister
+        )
         await self.controller.start()
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
@@ -201,11 +211,8 @@ class Broker:
 
     # -- ZooKeeper events ---------------------------------------------------------------------------
     def _on_session_event(self, event: SessionEvent) -> None:
-        if event.state == SessionState.CONNECTED and event.new_session:
-            # Our ephemeral registration died with the old session: register again (new epoch).
-            self._spawn(self._reregister())
-        elif event.state == SessionState.EXPIRED:
-            log.warning("ZooKeeper session expired; re-registering when a new session is up")
+        if event.state == SessionState.EXPIRED:
+            log.warning("ZooKeeper session expired; the controller module re-registers on the new one")
 
     async def _reregister(self) -> None:
         assert self._registration is not None
@@ -337,6 +344,8 @@ class Broker:
                 await self.controller.stop()
             except Exception:
                 log.exception("controller stop failed")
+        if self.group_coordinator is not None:
+            await self.group_coordinator.stop()
         if self.fetchers is not None:
             await self.fetchers.shutdown()
         for task in self._tasks:

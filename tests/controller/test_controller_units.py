@@ -1,0 +1,67 @@
+"""Pure pieces of the controller: reassignment arithmetic, the imbalance check, the event queue."""
+
+from __future__ import annotations
+
+import asyncio
+
+from zkafka.controller.context import ReplicaAssignment
+from zkafka.controller.events import ControlledShutdown, EventQueue, Startup, TopicChange
+from zkafka.controller.leader_balance import imbalanced_partitions
+from zkafka.protocol import ErrorCode
+from zkafka.zk.model import TopicPartition
+
+
+def test_reassign_to_orders_target_first_and_computes_adding_removing() -> None:
+    current = ReplicaAssignment((1, 2, 3))
+    moving = current.reassign_to([3, 4, 5])
+    assert moving == ReplicaAssignment((3, 4, 5, 1, 2), adding=(4, 5), removing=(1, 2))
+    assert moving.origin_replicas == (3, 1, 2)
+    assert moving.target_replicas == (3, 4, 5)
+    assert moving.is_being_reassigned
+    # Changing the target of an in-flight reassignment keeps the original replicas as the origin.
+    changed = moving.reassign_to([6, 1])
+    assert changed == ReplicaAssignment((6, 1, 3, 2), adding=(6,), removing=(3, 2))
+    # Cancelling = reassigning back to the origin.
+    assert moving.reassign_to(moving.origin_replicas) == ReplicaAssignment((3, 1, 2))
+    assert moving.remove_replica(4) == ReplicaAssignment((3, 5, 1, 2), adding=(5,), removing=(1, 2))
+
+
+def test_imbalance_counts_per_preferred_broker() -> None:
+    tps = [TopicPartition("t", p) for p in range(6)]
+    assignments = {
+        tps[0]: (1, 2),
+        tps[1]: (1, 2),
+        tps[2]: (1, 2),
+        tps[3]: (1, 2),
+        tps[4]: (2, 1),
+        tps[5]: (2, 1),
+    }
+    leaders = {tps[0]: 2, tps[1]: 1, tps[2]: 1, tps[3]: 1, tps[4]: 2, tps[5]: 2}
+    # Broker 1: 1 of 4 misplaced = 25 %.
+    assert imbalanced_partitions(assignments, leaders, 10) == {1: [tps[0]]}
+    assert imbalanced_partitions(assignments, leaders, 25) == {}
+    # Partitions without a known leader are not counted as misplaced.
+    assert imbalanced_partitions(assignments, {tps[4]: 1}, 10) == {2: [tps[4]]}
+
+
+def test_event_queue_is_fifo_and_clear_answers_waiters() -> None:
+    async def main() -> None:
+        queue = EventQueue()
+        future: asyncio.Future[tuple[ErrorCode, set[TopicPartition]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        queue.put(TopicChange())
+        queue.put(ControlledShutdown(1, 5, future))
+        startup = Startup()
+        queue.clear_and_put(startup)
+        assert future.result() == (ErrorCode.NOT_CONTROLLER, set())
+        assert len(queue) == 1
+        assert await queue.get() is startup
+        getter = asyncio.ensure_future(queue.get())
+        await asyncio.sleep(0)
+        assert not getter.done()
+        change = TopicChange()
+        queue.put(change)
+        assert await asyncio.wait_for(getter, 1) is change
+
+    asyncio.run(main())
