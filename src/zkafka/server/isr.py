@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.model import LeaderAndIsr
-from zkafka.zk.model import TopicPartition as ZkTopicPartition
 
 if TYPE_CHECKING:
     from zkafka.server.broker import Broker
@@ -99,7 +98,7 @@ class IsrManager:
             desired = LeaderAndIsr(state.leader, state.leader_epoch, new_isr, zk_version=state.zk_version)
             ok, version = await self.broker.zk_call(
                 self.broker.zk.conditional_update_partition_state,
-                ZkTopicPartition(*partition.tp),
+                partition.tp,
                 desired,
                 state.controller_epoch,
             )
@@ -130,7 +129,7 @@ class IsrManager:
             and now - self.last_publish_ms < MAX_PUBLISH_DELAY_MS
         ):
             return
-        batch = [ZkTopicPartition(*tp) for tp in sorted(self.pending)]
+        batch = sorted(self.pending)
         self.pending.clear()
         await self.broker.zk_call(self.broker.zk.create_isr_change_notification, batch)
         self.last_publish_ms = now

@@ -13,8 +13,10 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
+# One TopicPartition for the broker side; storage owns it (it names the log directories).
+from zkafka.storage.naming import TopicPartition as TopicPartition
 from zkafka.zk.errors import InvalidReplicaAssignmentError
 
 ANY_VERSION = -1
@@ -23,13 +25,7 @@ UNKNOWN_VERSION = -2
 """zkVersion of a value that does not exist in ZooKeeper (Kafka's ZkVersion.UnknownVersion)."""
 
 
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
+# One TopicPartition for the whole broker side (storage owns it: it names log directories).
 
 # --------------------------------------------------------------------------------------------------
 # Topic ids / cluster ids: Kafka's Uuid as 22 characters of URL-safe base64 without padding.
