@@ -34,9 +34,9 @@ if [ ! -x $VENV/bin/python ]; then
 fi
 # Re-install only when the dependency list changed (keeps `make test` quick on a warm machine).
 if [ ! -f $STAMP ] || [ pyproject.toml -nt $STAMP ]; then
-    echo "setup: installing zkafka with its dev extras into $VENV"
+    echo "setup: installing zkafka with its dev and spark extras into $VENV"
     $VENV/bin/pip install -q --upgrade pip >/dev/null
-    $VENV/bin/pip install -q -e ".[dev]"
+    $VENV/bin/pip install -q -e ".[dev,spark]"
     touch $STAMP
 fi
 echo "setup: ok"
