@@ -7,9 +7,11 @@
 
 The producer sends one record per stdin line (the line without its end), flushes at EOF and exits
 1 with a one-line error if any record failed. The consumer prints one record per line; without
---partition it reads every partition of the topic (consumer groups are not implemented yet). It
-stops after --max-messages records, or when no record arrived for --timeout-ms, and reports
-"Processed a total of N messages" on stderr, as Kafka's tool does.
+--partition it reads every partition of the topic; with --group it is a member of that consumer
+group (broker-coordinated, committing what it printed); with --zookeeper it is a member of a
+ZooKeeper-consumer group (--topic, --whitelist or --blacklist). It stops after --max-messages
+records, or when no record arrived for --timeout-ms, and reports "Processed a total of N
+messages" on stderr, as Kafka's tool does.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import random
 import sys
 import threading
 import time
@@ -30,8 +33,10 @@ from zkafka.cli.topics import client_errors
 from zkafka.client.config import consumer_kwargs, parse_key_values, producer_kwargs
 from zkafka.client.consumer import Consumer
 from zkafka.client.errors import ClientError
+from zkafka.client.group_consumer import GroupConsumer
 from zkafka.client.producer import Producer
 from zkafka.client.types import ConsumedRecord, RecordMetadata, TopicPartition
+from zkafka.client.zk_consumer import ZookeeperConsumer
 from zkafka.config.properties import load_properties
 
 log = logging.getLogger(__name__)
@@ -320,8 +325,13 @@ def _register_consumer(sub: argparse._SubParsersAction) -> None:
         help="print records of a topic (like kafka-console-consumer)",
         description="Print the records of a topic, one per line.",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
-    p.add_argument("--topic", required=True)
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]")
+    p.add_argument(
+        "--zookeeper", metavar="HOST:PORT[/CHROOT]", help="consume as a ZooKeeper-consumer group member"
+    )
+    p.add_argument("--topic")
+    p.add_argument("--whitelist", metavar="REGEX", help="with --zookeeper: topics matching REGEX")
+    p.add_argument("--blacklist", metavar="REGEX", help="with --zookeeper: topics not matching REGEX")
     p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset, not the end")
     p.add_argument("--partition", type=int, metavar="P", help="consume only this partition")
     p.add_argument(
@@ -346,7 +356,11 @@ def _register_consumer(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="isolation level",
     )
-    p.add_argument("--group", help="consumer group (not supported yet)")
+    p.add_argument(
+        "--group",
+        help="consume as a member of this group (with --zookeeper: a ZooKeeper-consumer group, by "
+        "default console-consumer-<random>)",
+    )
     p.set_defaults(func=run_consumer)
 
 
@@ -419,8 +433,14 @@ def consumer_start(args: argparse.Namespace) -> str | int:
 
 
 def run_consumer(args: argparse.Namespace) -> int:
-    if args.group:
-        raise CliError("consumer groups are not supported yet: leave out --group")
+    if args.zookeeper:
+        return _run_zookeeper_consumer(args)
+    if not args.bootstrap_server:
+        raise CliError("Missing required argument: --bootstrap-server (or --zookeeper)")
+    if not args.topic or args.whitelist or args.blacklist:
+        raise CliError("--bootstrap-server needs --topic (--whitelist/--blacklist need --zookeeper)")
+    if args.group and args.partition is not None:
+        raise CliError("Options group and partition cannot be specified together.")
     if args.max_messages is not None and args.max_messages < 0:
         raise CliError("--max-messages must be >= 0")
     if args.partition is not None and args.partition < 0:
@@ -440,11 +460,18 @@ def run_consumer(args: argparse.Namespace) -> int:
     progress = _Progress()
     with client_errors():
         try:
-            consumer = Consumer(args.bootstrap_server, **kwargs)
+            client: Consumer | GroupConsumer = (
+                GroupConsumer(args.bootstrap_server, group_id=args.group, topics=[args.topic], **kwargs)
+                if args.group
+                else Consumer(args.bootstrap_server, **kwargs)
+            )
         except ClientError as e:
             raise CliError(str(e)) from None
         try:
-            asyncio.run(_consume(consumer, args, start, formatter, sys.stdout.buffer, progress))
+            if isinstance(client, GroupConsumer):
+                asyncio.run(_consume_member(client, args, formatter, sys.stdout.buffer, progress))
+            else:
+                asyncio.run(_consume(client, args, start, formatter, sys.stdout.buffer, progress))
         except BrokenPipeError:
             # the reader went away (`| head`): stop quietly, and keep Python's final flush of
             # stdout from failing again
@@ -508,3 +535,92 @@ async def _consume(
                 break
     finally:
         await consumer.close()
+
+
+# -- the ZooKeeper consumer (--zookeeper) ------------------------------------------------------------
+
+
+def _run_zookeeper_consumer(args: argparse.Namespace) -> int:
+    """Kafka's old console consumer: a ZooKeeper-consumer group member (a random
+    console-consumer-NNNNN group, removed again at exit, unless --group is given)."""
+    if sum(x is not None for x in (args.topic, args.whitelist, args.blacklist)) != 1:
+        raise CliError("give exactly one of --topic, --whitelist or --blacklist")
+    if args.partition is not None or args.offset is not None:
+        raise CliError("--partition and --offset need --bootstrap-server")
+    if args.max_messages is not None and args.max_messages < 0:
+        raise CliError("--max-messages must be >= 0")
+    formatter = RecordFormatter(_properties(args.property, None, "--property"))
+    group = args.group or f"console-consumer-{random.randrange(100_000)}"
+    progress = _Progress()
+    with client_errors():
+        try:
+            consumer = ZookeeperConsumer(
+                group,
+                zookeeper=args.zookeeper,
+                topics={args.topic: 1} if args.topic else None,
+                whitelist=args.whitelist,
+                blacklist=args.blacklist,
+                auto_offset_reset="smallest" if args.from_beginning else "largest",
+                auto_commit_interval_ms=1000,
+                rebalance_backoff_ms=500,
+                client_id="console-consumer",
+            )
+        except ClientError as e:
+            raise CliError(str(e)) from None
+        try:
+            asyncio.run(_consume_member(consumer, args, formatter, sys.stdout.buffer, progress))
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        finally:
+            with contextlib.suppress(Exception):
+                print(f"Processed a total of {progress.count} messages", file=sys.stderr)
+            if not args.group:
+                _delete_group_quietly(args.zookeeper, group)
+    return 0
+
+
+async def _consume_member(
+    consumer: ZookeeperConsumer | GroupConsumer,
+    args: argparse.Namespace,
+    formatter: RecordFormatter,
+    out: IO[bytes],
+    progress: _Progress,
+) -> None:
+    """Print what a group member (either kind) receives; the final commit stops at the last
+    printed record."""
+    limit = args.max_messages
+    try:
+        await consumer.start()
+        last_record = time.monotonic()
+        while limit is None or progress.count < limit:
+            records = await consumer.poll(500 if args.timeout_ms is None else min(500, args.timeout_ms))
+            if records:
+                last_record = time.monotonic()
+                if limit is not None and len(records) > limit - progress.count:
+                    # hand back what will not be printed, so the final commit stops at the last
+                    # printed record of each partition
+                    rest = records[limit - progress.count :]
+                    records = records[: limit - progress.count]
+                    for r in reversed(rest):
+                        consumer.seek(TopicPartition(r.topic, r.partition), r.offset)
+                out.write(b"".join(formatter.format(r) for r in records))
+                out.flush()
+                progress.count += len(records)
+            elif args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
+                break
+    finally:
+        await consumer.close()
+
+
+def _delete_group_quietly(zookeeper: str, group: str) -> None:
+    from zkafka.zk.client import KafkaZkClient
+    from zkafka.zk.znodes import ConsumerGroupZNodes
+
+    with contextlib.suppress(Exception):
+        zk = KafkaZkClient(zookeeper, create_chroot=False, connection_timeout_ms=5000)
+        try:
+            zk.delete(ConsumerGroupZNodes.group_path(group), recursive=True)
+        finally:
+            zk.close()

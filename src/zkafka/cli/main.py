@@ -24,6 +24,7 @@ COMMANDS = (
     "zkafka.cli.topics",
     "zkafka.cli.console",
     "zkafka.cli.cluster",
+    "zkafka.cli.consumer_groups",
 )
 
 

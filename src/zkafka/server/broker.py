@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zkafka.config import BrokerConfig
+from zkafka.coordinator.service import CoordinatorService
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.server.apis import HANDLERS
@@ -124,6 +125,8 @@ class Broker:
         self.fetchers = ReplicaFetcherManager(self)
         self.replicas.followers = self.fetchers
         self.isr = IsrManager(self)
+        self.group_coordinator = CoordinatorService(self)
+        self.group_coordinator.start()
         await self._start_listeners()
         self.watcher = AsyncWatcher(self.zk, loop)
         self._handles.append(self.watcher.add_session_listener(self._on_session_event))

@@ -1,0 +1,165 @@
+"""The group coordinator wired into a broker: `__consumer_offsets` creation, FindCoordinator, and
+the LeaderAndIsr hook that loads and unloads groups.
+
+`__consumer_offsets` is created on the first FindCoordinator (reference group-coordinator §1):
+`offsets.topic.num.partitions` partitions, `offsets.topic.replication.factor` replicas capped to
+the live brokers (Kafka refuses instead, which leaves a small cluster without groups forever),
+`cleanup.policy=compact`, `segment.bytes=offsets.topic.segment.bytes`,
+`compression.type=producer`. Until its partition has a leader the answer is
+COORDINATOR_NOT_AVAILABLE and clients retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zkafka.coordinator.coordinator import GroupConfig, GroupCoordinator
+from zkafka.coordinator.store import OffsetsTopicStore
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.server import topic_admin
+from zkafka.storage.naming import TopicPartition
+from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
+
+if TYPE_CHECKING:
+    from zkafka.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+def offsets_topic_configs(config: Any) -> dict[str, str]:
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config.offsets_topic_segment_bytes),
+        "compression.type": "producer",
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorAddress:
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+    message: str | None = None
+
+
+class CoordinatorService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        cfg = broker.config
+        self.store = OffsetsTopicStore(
+            broker.replicas,
+            compression=cfg.offsets_topic_compression_codec,
+            commit_timeout_ms=cfg.offsets_commit_timeout_ms,
+            required_acks=cfg.offsets_commit_required_acks,
+        )
+        self.coordinator = GroupCoordinator(
+            broker.broker_id,
+            GroupConfig.from_broker(cfg),
+            self.store,
+            num_partitions=self.num_partitions,
+            topic_exists=self._topic_exists,
+        )
+        self._creating: asyncio.Task[None] | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        lm = self.broker.log_manager
+        # Brokers apply a new topic's configs only at restart or on a config change notification;
+        # the offsets topic's are fixed, so a broker that has none yet uses them from the start.
+        if lm.config_for(GROUP_METADATA_TOPIC) is lm.default_config:
+            lm.update_topic_config(
+                GROUP_METADATA_TOPIC,
+                lm.default_config.with_overrides(offsets_topic_configs(self.broker.config)),
+            )
+        self.coordinator.start()
+
+    async def stop(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
+        await self.coordinator.stop()
+
+    def on_leadership_changed(self, changes: Mapping[TopicPartition, Any]) -> None:
+        replicas = self.broker.replicas
+        for tp in changes:
+            if tp.topic != GROUP_METADATA_TOPIC:
+                continue
+            p = replicas.get_partition(tp)
+            if p is not None and p.is_leader:
+                self.coordinator.partition_led(tp.partition)
+            else:
+                self.coordinator.partition_lost(tp.partition)
+        for partition in list(self.coordinator.owned | self.coordinator.loading):
+            if self.store.leader(partition) is None:
+                self.coordinator.partition_lost(partition)
+
+    # -- topology ---------------------------------------------------------------------------------
+    def num_partitions(self) -> int:
+        known = self.broker.metadata.topic_partitions(GROUP_METADATA_TOPIC)
+        return len(known) if known else self.broker.config.offsets_topic_num_partitions
+
+    def _topic_exists(self, tp: TopicPartition) -> bool:
+        return self.broker.metadata.partition(tp.topic, tp.partition) is not None
+
+    async def find_coordinator(self, key: str, listener: str) -> CoordinatorAddress:
+        cache = self.broker.metadata
+        if not cache.contains_topic(GROUP_METADATA_TOPIC):
+            self._ensure_topic()
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, message="the offsets topic is being created"
+            )
+        partition = self.coordinator.partition_for(key)
+        info = cache.partition(GROUP_METADATA_TOPIC, partition)
+        if info is None or info.leader < 0 or not cache.alive(info.leader):
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                message=f"{GROUP_METADATA_TOPIC}-{partition} has no leader",
+            )
+        broker = cache.brokers[info.leader]
+        ep = broker.endpoint(listener)
+        if ep is None:
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                message=f"broker {info.leader} has no {listener} listener",
+            )
+        return CoordinatorAddress(ErrorCode.NONE, info.leader, ep.host, ep.port)
+
+    def _ensure_topic(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create_topic())
+
+    async def _create_topic(self) -> None:
+        broker = self.broker
+        cfg = broker.config
+        live = sorted(broker.metadata.brokers)
+        if not live:
+            return
+        rf = min(cfg.offsets_topic_replication_factor, len(live))
+        try:
+            await broker.zk_call(
+                topic_admin.create_topic,
+                broker.zk,
+                name=GROUP_METADATA_TOPIC,
+                num_partitions=cfg.offsets_topic_num_partitions,
+                replication_factor=rf,
+                configs=offsets_topic_configs(cfg),
+                assignment=None,
+                live_brokers=live,
+                defaults=broker.log_manager.default_config,
+                allow_internal=True,
+            )
+            log.info(
+                "created %s with %d partitions, replication factor %d",
+                GROUP_METADATA_TOPIC,
+                cfg.offsets_topic_num_partitions,
+                rf,
+            )
+        except KafkaError as e:
+            if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                log.warning("creating %s failed: %s", GROUP_METADATA_TOPIC, e)
+        except Exception:
+            log.exception("creating %s failed", GROUP_METADATA_TOPIC)

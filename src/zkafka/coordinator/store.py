@@ -1,0 +1,199 @@
+"""Reading and writing the `__consumer_offsets` partitions this broker leads.
+
+Writes go through the same leader append as Produce (`Partition.append_as_leader`): offsets get
+assigned there, followers fetch the batch like any other, and with
+`offsets.commit.required.acks=-1` (Kafka's default) the write completes only when the high
+watermark covers it -- the delayed-operation machinery wakes us, nothing polls. Errors come back
+as the produce-path ErrorCode; the coordinator maps them to what group clients expect.
+
+Loading replays a partition from its log start: the last record per key wins and a null value
+deletes (reference group-coordinator §2 "Loading"). It is plain disk reading, run off the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from zkafka.coordinator.formats import (
+    CorruptCoordinatorRecordError,
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+)
+from zkafka.protocol import ErrorCode
+from zkafka.records import (
+    CorruptRecordError,
+    InvalidRecordError,
+    Record,
+    build_batch,
+    iter_records,
+    validate_batches,
+)
+from zkafka.server.partition import Partition
+from zkafka.server.replica_manager import ReplicaManager
+from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
+from zkafka.storage.log import Log
+from zkafka.storage.naming import TopicPartition
+from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
+
+log = logging.getLogger(__name__)
+
+KeyValue = tuple[bytes, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    error: ErrorCode
+    base_offset: int = -1
+
+
+@dataclass(slots=True)
+class LoadedPartition:
+    """What a replay of one partition found: per group its latest metadata record (absent if
+    none, None if tombstoned) and its live offsets with the log offset of their record."""
+
+    groups: dict[str, GroupValue | None] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, tuple[OffsetValue, int]]] = field(default_factory=dict)
+    records: int = 0
+    end_offset: int = 0
+
+
+def offsets_tp(partition: int) -> TopicPartition:
+    return TopicPartition(GROUP_METADATA_TOPIC, partition)
+
+
+class OffsetsTopicStore:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        *,
+        compression: int = 0,
+        commit_timeout_ms: int = 5000,
+        required_acks: int = -1,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.replicas = replicas
+        self.compression = compression
+        self.commit_timeout_ms = commit_timeout_ms
+        self.required_acks = required_acks
+        self._clock = clock
+
+    def leader(self, partition: int) -> Partition | None:
+        p = self.replicas.get_partition(offsets_tp(partition))
+        return p if p is not None and p.is_leader else None
+
+    async def append(self, partition: int, records: Sequence[KeyValue], *, wait: bool = True) -> AppendResult:
+        """Append one batch; with `wait` (and acks=-1) return once it is replicated to the ISR."""
+        p = self.leader(partition)
+        if p is None:
+            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if self.required_acks == -1 and len(p.isr) < p.log.config.min_insync_replicas:
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS)
+        now = int(self._clock() * 1000)
+        try:
+            batch = bytearray(
+                build_batch(
+                    [Record(i, now, k, v) for i, (k, v) in enumerate(records)],
+                    base_offset=0,
+                    compression=self.compression,
+                )
+            )
+            headers = validate_batches(batch)
+            epoch = p.leader_epoch
+            info = p.append_as_leader(batch, headers)
+        except RecordTooLargeError:
+            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE)
+        except RecordBatchTooLargeError:
+            return AppendResult(ErrorCode.RECORD_LIST_TOO_LARGE)
+        except (CorruptRecordError, InvalidRecordError):
+            return AppendResult(ErrorCode.INVALID_RECORD)
+        except StorageError as e:
+            log.error("append to %s failed: %s", p.tp, e)
+            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR)
+        self.replicas.delayed.notify(p.tp)  # followers long-polling for new data
+        if not wait or self.required_acks != -1:
+            return AppendResult(ErrorCode.NONE, info.first_offset)
+        required = info.last_offset + 1
+
+        def still_leader() -> bool:
+            return p.is_leader and p.leader_epoch == epoch
+
+        def done() -> bool:
+            return p.high_watermark >= required or not still_leader()
+
+        await self.replicas.delayed.wait([p.tp], done, self.commit_timeout_ms / 1000)
+        if not still_leader():
+            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, info.first_offset)
+        if p.high_watermark < required:
+            return AppendResult(ErrorCode.REQUEST_TIMED_OUT, info.first_offset)
+        return AppendResult(ErrorCode.NONE, info.first_offset)
+
+
+def read_partition(log_: Log) -> LoadedPartition:
+    """Replay a whole `__consumer_offsets` partition (blocking: run it in an executor).
+
+    Undecodable records are logged and skipped rather than failing the load: one bad record must
+    not take every group of the partition offline."""
+    out = LoadedPartition()
+    for header, data in log_.iter_batches():
+        if header.is_control or header.is_transactional:
+            continue  # zkafka never writes transactional offset commits
+        out.end_offset = header.next_offset
+        for rec in iter_records(data):
+            out.records += 1
+            try:
+                key = decode_key(rec.key)
+                if isinstance(key, OffsetKey):
+                    offsets = out.offsets.setdefault(key.group, {})
+                    tp = TopicPartition(key.topic, key.partition)
+                    if rec.value is None:
+                        offsets.pop(tp, None)
+                    else:
+                        offsets[tp] = (decode_offset_value(rec.value), rec.offset)
+                elif isinstance(key, GroupKey):
+                    out.groups[key.group] = None if rec.value is None else decode_group_value(rec.value)
+            except CorruptCoordinatorRecordError as e:
+                log.warning(
+                    "%s offset %d: skipping undecodable record: %s", log_.dir_path.name, rec.offset, e
+                )
+    return out
+
+
+def group_append_error(code: ErrorCode) -> ErrorCode:
+    """Kafka's mapping of a failed group-record append (GroupMetadataManager.storeGroup)."""
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+        ErrorCode.INVALID_RECORD,
+    ):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return code
+
+
+def offset_append_error(code: ErrorCode) -> ErrorCode:
+    """The same for offset commits (GroupMetadataManager.storeOffsets)."""
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+        ErrorCode.INVALID_RECORD,
+    ):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return group_append_error(code)

@@ -1,0 +1,474 @@
+"""Consumer groups with real clients against one real broker process: kafka-python, confluent-kafka
+(librdkafka 2.16), aiokafka and kcat (librdkafka 2.0.2) -- joins, rebalances, commits, restarts,
+a member SIGKILLed mid-stream -- and the `__consumer_offsets` records read back over the wire
+and decoded by an independent decoder."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from coordinator_harness import decode_record
+
+from zkafka.server.launcher import LocalCluster
+from zkafka.testing.cluster import running_cluster
+from zkafka.zk.server import ZooKeeperServer
+
+HERE = Path(__file__).parent
+OVERRIDES = {
+    # Not 0: kafka-python 3.0.12 can hang for good when its leader assigns before its metadata
+    # knows the topic and it rejoins while the SyncGroup answer is in flight (it never installs
+    # the assignment nor heartbeats again). A short initial delay lets its metadata arrive first.
+    "group.initial.rebalance.delay.ms": "300",
+    "offsets.topic.num.partitions": "10",
+    "num.partitions": "4",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    with running_cluster(
+        zookeeper_server, tmp_path_factory.mktemp("groups"), brokers=1, overrides=OVERRIDES
+    ) as c:
+        yield c
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int = 4, start: int = 0) -> None:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        if topic not in admin.list_topics():
+            admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(start, start + n):
+        producer.send(topic, str(i).encode(), partition=i % partitions)
+    producer.flush()
+    producer.close()
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        found = admin.list_group_offsets({group: None})[group]
+        return {(tp.topic, tp.partition): om.offset for tp, om in found.items()}
+    finally:
+        admin.close()
+
+
+class PollingConsumer:
+    """A kafka-python group member polling in its own thread, recording what it got."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, client_id: str) -> None:
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=client_id,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
+        )
+        self.values: list[int] = []
+        self.assignment: set[int] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            batch = self.consumer.poll(100)
+            with self._lock:
+                self.values.extend(int(r.value) for rs in batch.values() for r in rs)
+                self.assignment = {tp.partition for tp in self.consumer.assignment()}
+            if batch:
+                self.consumer.commit()
+        self.consumer.close()
+
+    def snapshot(self) -> tuple[set[int], list[int]]:
+        with self._lock:
+            return set(self.assignment), list(self.values)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(20)
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_kafka_python_two_members_rebalance_commit_and_resume(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    topic, group = name("kp"), name("kp-group")
+    produce(b, topic, 200)
+    a = PollingConsumer(b, group, topic, "kp-a")
+    try:
+        wait_for(lambda: a.snapshot()[0] == {0, 1, 2, 3}, what="a owning all partitions")
+        second = PollingConsumer(b, group, topic, "kp-b")
+        wait_for(
+            lambda: a.snapshot()[0] == {0, 1} and second.snapshot()[0] == {2, 3}, what="range split over two"
+        )
+        produce(b, topic, 200, start=200)
+        wait_for(lambda: len(set(a.snapshot()[1]) | set(second.snapshot()[1])) == 400, what="all records")
+        second.close()  # leaves the group: `a` takes every partition back
+        wait_for(lambda: a.snapshot()[0] == {0, 1, 2, 3}, what="a owning all partitions again")
+    finally:
+        a.close()
+    assert committed(b, group) == {(topic, p): 100 for p in range(4)}
+    # a restarted member resumes from the committed offsets: only new records arrive
+    produce(b, topic, 8, start=400)
+    again = PollingConsumer(b, group, topic, "kp-c")
+    try:
+        wait_for(lambda: len(again.snapshot()[1]) >= 8, what="new records")
+        time.sleep(0.3)
+        assert sorted(again.snapshot()[1]) == list(range(400, 408))
+    finally:
+        again.close()
+
+
+def test_member_sigkilled_mid_stream_others_take_over(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    topic, group = name("kill"), name("kill-group")
+    produce(b, topic, 400)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(HERE / "coordinator_member.py"), b, group, topic],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    seen: list[set[int]] = [set() for _ in procs]
+    assigned: list[set[int]] = [set() for _ in procs]
+
+    def reader(i: int) -> None:
+        for line in procs[i].stdout:  # type: ignore[union-attr]
+            parts = line.split()
+            if parts and parts[0] == "assigned":
+                assigned[i] = {int(p) for p in parts[1:]}
+            elif len(parts) == 3:
+                seen[i].add(int(parts[2]))
+
+    threads = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        # three members share the four partitions
+        wait_for(
+            lambda: all(assigned) and set().union(*assigned) == {0, 1, 2, 3},
+            what="all three members assigned",
+        )
+        victim = max(range(3), key=lambda i: len(assigned[i]))
+        orphaned = set(assigned[victim])
+        procs[victim].send_signal(signal.SIGKILL)
+        procs[victim].wait(10)
+        killed_at = time.monotonic()
+        produce(b, topic, 400, start=400)
+        # the killed member's partitions move to the others after its session timeout (6 s)
+        wait_for(
+            lambda: orphaned <= set().union(*(assigned[i] for i in range(3) if i != victim)),
+            timeout=20,
+            what="the killed member's partitions taken over",
+        )
+        takeover = time.monotonic() - killed_at
+        assert 4.0 < takeover < 12.0, takeover
+        wait_for(lambda: len(set().union(*seen)) == 800, timeout=20, what="every record consumed")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.stdin.close()  # type: ignore[union-attr]
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    assert set().union(*seen) == set(range(800))
+    assert sum(committed(b, group).values()) == 800
+
+
+def test_confluent_kafka_group_subscribe(cluster: LocalCluster) -> None:
+    from confluent_kafka import Consumer
+
+    b = cluster.bootstrap_servers
+    topic, group = name("ck"), name("ck-group")
+    produce(b, topic, 100)
+    conf = {
+        "bootstrap.servers": b,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+    }
+    consumers = [Consumer({**conf, "client.id": f"ck-{i}"}) for i in range(2)]
+    for c in consumers:
+        c.subscribe([topic])
+    got: list[set[int]] = [set(), set()]
+    deadline = time.monotonic() + 40
+    try:
+        while sum(map(len, got)) < 100 or not all(c.assignment() for c in consumers):
+            assert time.monotonic() < deadline, f"got {sum(map(len, got))} records"
+            for i, c in enumerate(consumers):
+                msg = c.poll(0.05)
+                if msg is not None and msg.error() is None:
+                    got[i].add(int(msg.value()))
+                    c.commit(msg, asynchronous=False)
+        assignments = [{tp.partition for tp in c.assignment()} for c in consumers]
+        assert assignments[0] | assignments[1] == {0, 1, 2, 3} and not assignments[0] & assignments[1]
+    finally:
+        for c in consumers:
+            c.close()
+    assert got[0] | got[1] == set(range(100))
+    assert committed(b, group) == {(topic, p): 25 for p in range(4)}
+
+
+def test_aiokafka_group(cluster: LocalCluster) -> None:
+    from aiokafka import AIOKafkaConsumer
+
+    b = cluster.bootstrap_servers
+    topic, group = name("ak"), name("ak-group")
+    produce(b, topic, 60)
+
+    async def main() -> set[int]:
+        consumers = [
+            AIOKafkaConsumer(
+                topic,
+                bootstrap_servers=b,
+                group_id=group,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=300,
+            )
+            for _ in range(2)
+        ]
+        for c in consumers:
+            await c.start()
+        got: set[int] = set()
+        try:
+            deadline = time.monotonic() + 40
+            while len(got) < 60 or not all(c.assignment() for c in consumers):
+                assert time.monotonic() < deadline, f"got {len(got)}"
+                for c in consumers:
+                    batch = await c.getmany(timeout_ms=100)
+                    for records in batch.values():
+                        got.update(int(r.value) for r in records)
+                    if batch:
+                        await c.commit()
+        finally:
+            for c in consumers:
+                await c.stop()
+        return got
+
+    assert asyncio.run(asyncio.wait_for(main(), 60)) == set(range(60))
+    assert committed(b, group) == {(topic, p): 15 for p in range(4)}
+
+
+def test_kcat_balanced_consumer(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    topic, group = name("kc"), name("kc-group")
+    produce(b, topic, 40)
+    out = subprocess.run(
+        ["kcat", "-b", b, "-G", group, "-o", "beginning", "-e", "-q", "-f", "%s\n", topic],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert sorted(map(int, out.stdout.split())) == list(range(40))
+    wait_for(lambda: committed(b, group) == {(topic, p): 10 for p in range(4)}, what="kcat's commits")
+
+
+def test_consumer_offsets_records_decode(cluster: LocalCluster) -> None:
+    """Read `__consumer_offsets` over the wire as Burrow does and decode it by hand."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    b = cluster.bootstrap_servers
+    topic, group = name("fmt"), name("fmt-group")
+    produce(b, topic, 8)
+    member = PollingConsumer(b, group, topic, "fmt-client")
+    try:
+        wait_for(lambda: len(member.snapshot()[1]) == 8, what="records")
+    finally:
+        member.close()
+    reader = KafkaConsumer(bootstrap_servers=b, enable_auto_commit=False)
+    try:
+        parts = reader.partitions_for_topic("__consumer_offsets")
+        tps = [TopicPartition("__consumer_offsets", p) for p in parts]
+        reader.assign(tps)
+        reader.seek_to_beginning(*tps)
+        decoded = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for records in reader.poll(200).values():
+                decoded.extend(decode_record(r.key, r.value) for r in records)
+            ours = [d for d in decoded if d["group"] == group]
+            if any(d.get("members") == [] for d in ours) and len({d.get("partition") for d in ours}) >= 5:
+                break
+    finally:
+        reader.close()
+    ours = [d for d in decoded if d["group"] == group]
+    offsets = {d["partition"]: d["offset"] for d in ours if d["key_version"] == 1}
+    assert offsets == {0: 2, 1: 2, 2: 2, 3: 2}
+    assert all(d["value_version"] == 3 for d in ours if d["key_version"] == 1)
+    groups = [d for d in ours if d["key_version"] == 2]
+    assert all(d["value_version"] == 1 for d in groups)
+    stable = next(d for d in groups if d["members"])
+    assert stable["protocol_type"] == "consumer" and stable["protocol"] in ("range", "roundrobin")
+    [m] = stable["members"]
+    assert m["client_id"] == "fmt-client" and m["client_host"] == "/127.0.0.1"
+    assert groups[-1]["members"] == []  # the member left: the group record has no members
+
+
+def test_consumer_groups_cli(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    topic, group = name("cli"), name("cli-group")
+    produce(b, topic, 40)
+    member = PollingConsumer(b, group, topic, "cli-client")
+    try:
+        wait_for(lambda: len(member.snapshot()[1]) == 40, what="records")
+    finally:
+        member.close()
+    produce(b, topic, 12, start=40)  # lag 3 per partition
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "zkafka.cli.main", "consumer-groups", "--bootstrap-server", b, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    listed = run("--list")
+    assert listed.returncode == 0, listed.stderr
+    assert group in listed.stdout.split()
+    described = run("--describe", "--group", group)
+    assert described.returncode == 0, described.stderr
+    rows = [line.split() for line in described.stdout.splitlines() if line.startswith(group)]
+    assert len(rows) == 4
+    assert [r[1:6] for r in rows] == [[topic, str(p), "10", "13", "3"] for p in range(4)]
+    assert "has no active members" in described.stdout
+    reset = run("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert reset.returncode == 0, reset.stderr
+    assert committed(b, group) == {(topic, p): 0 for p in range(4)}
+    deleted = run("--delete", "--group", group)
+    assert deleted.returncode == 0, deleted.stderr
+    assert committed(b, group) == {}
+    assert group not in run("--list").stdout.split()
+
+
+def test_zkafka_group_consumer_with_a_kafka_python_member(cluster: LocalCluster) -> None:
+    from zkafka.client.group_consumer import GroupConsumer
+
+    b = cluster.bootstrap_servers
+    topic, group = name("zk"), name("zk-group")
+    produce(b, topic, 400)
+    opts = {
+        "group_id": group,
+        "topics": [topic],
+        "auto_offset_reset": "earliest",
+        "session_timeout_ms": 6000,
+        "heartbeat_interval_ms": 300,
+        "auto_commit_interval_ms": 200,
+    }
+
+    async def main() -> tuple[set[int], list[set[int]]]:
+        got: set[int] = set()
+        first = GroupConsumer(b, client_id="zk-a", **opts)
+        await first.start()
+        assert {tp.partition for tp in first.assignment()} == {0, 1, 2, 3}
+        second = GroupConsumer(b, client_id="zk-b", **opts)
+        joining = asyncio.create_task(second.start())
+        while not joining.done():
+            got.update(int(r.value) for r in await first.poll(50))
+        await joining
+        # a kafka-python member joins the same group: the protocols interoperate
+        other = PollingConsumer(b, group, topic, "kp-in-zk-group")
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                for c in (first, second):
+                    got.update(int(r.value) for r in await c.poll(50))
+                sizes = (len(first.assignment()), len(second.assignment()), len(other.snapshot()[0]))
+                if sorted(sizes) == [1, 1, 2] and len(got | set(other.snapshot()[1])) == 400:
+                    break
+            assignments = [{tp.partition for tp in c.assignment()} for c in (first, second)]
+            assignments.append(other.snapshot()[0])
+        finally:
+            other.close()
+        got |= set(other.snapshot()[1])
+        await second.close()
+        await first.close()
+        return got, assignments
+
+    got, assignments = asyncio.run(asyncio.wait_for(main(), 60))
+    assert got == set(range(400))
+    assert set().union(*assignments) == {0, 1, 2, 3} and sum(map(len, assignments)) == 4
+    assert committed(b, group) == {(topic, p): 100 for p in range(4)}
+
+
+def test_console_consumer_with_group(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    topic, group = name("cc"), name("cc-group")
+    produce(b, topic, 20)
+
+    def console(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "zkafka.cli.main",
+                "console-consumer",
+                "--bootstrap-server",
+                b,
+                "--topic",
+                topic,
+                "--group",
+                group,
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    first = console("--from-beginning", "--max-messages", "7")
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.split()) == 7
+    assert sum(committed(b, group).values()) == 7  # what was printed, not what was fetched
+    second = console("--timeout-ms", "2000")
+    assert second.returncode == 0, second.stderr
+    assert sorted(map(int, first.stdout.split() + second.stdout.split())) == list(range(20))
