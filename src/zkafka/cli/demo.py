@@ -188,8 +188,55 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
             files.add_row(f"../{f.name}", f"{f.stat().st_size:,}")
     console.print(files)
 
-    console.print(Rule("5. the cluster's metadata in ZooKeeper (Kafka's znode layout)"))
+    console.print(Rule("5. consumer groups: the broker's coordinator and the seeds' ZooKeeper consumer"))
+    half = (args.records + 1) // 2
+    _zkafka(
+        "console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--group",
+        "demo-group",
+        "--from-beginning",
+        "--max-messages",
+        str(half),
+        "--timeout-ms",
+        "20000",
+    )
+    _zkafka(
+        "console-consumer",
+        "--zookeeper",
+        cluster.zookeeper_connect,
+        "--topic",
+        TOPIC,
+        "--group",
+        "demo-zk-group",
+        "--from-beginning",
+        "--max-messages",
+        str(half),
+        "--timeout-ms",
+        "20000",
+    )
+    console.print(f"consumed {half:,} records in group demo-group (broker) and demo-zk-group (ZooKeeper):")
+    console.print(
+        _zkafka(
+            "consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "demo-group"
+        ).rstrip()
+    )
+    console.print(
+        _zkafka(
+            "consumer-groups",
+            "--zookeeper",
+            cluster.zookeeper_connect,
+            "--describe",
+            "--group",
+            "demo-zk-group",
+        ).rstrip()
+    )
+
+    console.print(Rule("6. the cluster's metadata in ZooKeeper (Kafka's znode layout)"))
     console.print(_zkafka("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect).rstrip())
 
-    console.print(Rule("6. zkafka cluster status"))
+    console.print(Rule("7. zkafka cluster status"))
     console.print(_zkafka("cluster", "status", "--dir", str(directory)).rstrip())
