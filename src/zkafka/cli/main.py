@@ -25,6 +25,8 @@ COMMANDS = (
     "zkafka.cli.console",
     "zkafka.cli.cluster",
     "zkafka.cli.consumer_groups",
+    "zkafka.cli.reassign",
+    "zkafka.cli.leader_election",
 )
 
 

@@ -32,6 +32,7 @@ from zkafka.server.network import KafkaConnection
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_fetcher import ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.storage.config import LogConfig
 from zkafka.storage.manager import LogManager
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import BrokerIdInUseError
@@ -118,7 +119,7 @@ class Broker:
                 defaults,
                 broker_id=self.broker_id,
                 cluster_id=self.cluster_id,
-                topic_configs={t: defaults.with_overrides(o) for t, o in topic_overrides.items()},
+                topic_configs={t: _topic_config(defaults, t, o) for t, o in topic_overrides.items()},
             ),
         )
         self.replicas = ReplicaManager(self.broker_id, self.log_manager)
@@ -370,6 +371,18 @@ class Broker:
         self.executor.shutdown(wait=False)
         self._stopped.set()
         log.info("broker %d stopped", self.broker_id)
+
+
+def _topic_config(defaults: LogConfig, topic: str, overrides: dict[str, str]) -> LogConfig:
+    """A topic's config from its `/config/topics/<t>` overrides; keys another tool wrote that we do
+    not know, or bad values, are logged and skipped rather than stopping the broker."""
+    config = defaults
+    for key, value in overrides.items():
+        try:
+            config = config.with_overrides({key: value})
+        except ValueError as e:
+            log.warning("topic %s: ignoring config %s=%r: %s", topic, key, value, e)
+    return config
 
 
 def _log_failure(task: asyncio.Future[None]) -> None:

@@ -41,21 +41,20 @@ class IsrManager:
         self._inflight: set[TopicPartition] = set()
 
     # -- decisions (on the loop) ------------------------------------------------------------------
-    def maybe_expand(self, partition: Partition) -> None:
-        """Called after a follower fetch: add followers that caught up to the high watermark."""
-        if not partition.is_leader or partition.tp in self._inflight:
+    def maybe_expand(self, partition: Partition, replica_id: int) -> None:
+        """Called after a fetch from follower `replica_id`: add it to the ISR if it caught up to the
+        high watermark. Only the replica that just fetched is considered (as Kafka does): the state
+        kept for another follower may be that of a broker that has since gone away."""
+        if not partition.is_leader or partition.tp in self._inflight or replica_id in partition.isr:
             return
-        isr = set(partition.isr)
-        joined = [
-            r
-            for r, f in partition.followers.items()
-            if r not in isr
-            and r in partition.state.replicas
+        f = partition.followers.get(replica_id)
+        if (
+            f is not None
+            and replica_id in partition.state.replicas
             and f.log_end_offset >= partition.high_watermark
             and f.log_end_offset >= self._epoch_start(partition)
-        ]
-        if joined:
-            self._write(partition, tuple(partition.isr) + tuple(sorted(joined)), f"expand with {joined}")
+        ):
+            self._write(partition, (*partition.isr, replica_id), f"expand with [{replica_id}]")
 
     def maybe_shrink_all(self) -> None:
         lag_ms = self.broker.config.replica_lag_time_max_ms

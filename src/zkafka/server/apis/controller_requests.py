@@ -8,7 +8,8 @@ session can therefore no longer change this broker's state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from zkafka.protocol import ErrorCode
@@ -25,6 +26,9 @@ from zkafka.server.metadata_cache import BrokerEndpoint, LiveBroker, PartitionIn
 from zkafka.server.partition import LeaderState
 from zkafka.server.replica_manager import PartitionStateChange
 from zkafka.storage.naming import TopicPartition
+from zkafka.zk.model import ConfigType
+
+log = logging.getLogger(__name__)
 
 
 def _fence(ctx: RequestContext, controller_epoch: int, broker_epoch: int) -> ErrorCode:
@@ -46,9 +50,10 @@ def _partition_states(request: Any) -> Iterable[tuple[str, Any]]:
             yield t.topic_name, p
 
 
-def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+def handle_leader_and_isr(
+    ctx: RequestContext, request: LeaderAndIsrRequest
+) -> LeaderAndIsrResponse | Awaitable[LeaderAndIsrResponse]:
     error = _fence(ctx, request.controller_epoch, request.broker_epoch)
-    states = list(_partition_states(request))
     if error != ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=error)
     changes = [
@@ -66,8 +71,48 @@ def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrRequest) -> 
             ),
             is_new=p.is_new,
         )
-        for topic, p in states
+        for topic, p in _partition_states(request)
     ]
+    log_manager = ctx.broker.log_manager
+    new_topics = {c.tp.topic for c in changes if log_manager.get_log(c.tp.topic, c.tp.partition) is None}
+    if not new_topics:
+        return _apply_leader_and_isr(ctx, request, changes)
+    return _apply_with_topic_configs(ctx, request, changes, new_topics)
+
+
+async def _apply_with_topic_configs(
+    ctx: RequestContext,
+    request: LeaderAndIsrRequest,
+    changes: list[PartitionStateChange],
+    topics: set[str],
+) -> LeaderAndIsrResponse:
+    """Logs about to be created get their topic's config overrides from /config/topics/<t> first, as
+    Kafka reads them when it creates a log: the overrides given at topic creation (min.insync.replicas,
+    retention...) reach no broker any other way (config change notifications are for alterations)."""
+    broker = ctx.broker
+    try:
+        overrides = await broker.zk_call(broker.zk.get_entity_configs, ConfigType.TOPIC, sorted(topics))
+    except Exception as e:  # ZooKeeper unreachable: the controller's decision still applies
+        log.warning("cannot read the configs of topics %s (using the defaults): %s", sorted(topics), e)
+        overrides = {}
+    lm = broker.log_manager
+    for topic in topics:
+        try:
+            config = lm.default_config.with_overrides(overrides[topic]) if overrides.get(topic) else None
+        except ValueError as e:
+            log.error("ignoring the invalid config of topic %s: %s", topic, e)
+            config = None
+        lm.update_topic_config(topic, config)
+    # the await let other requests run: a newer controller may have spoken meanwhile
+    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
+    if error != ErrorCode.NONE:
+        return LeaderAndIsrResponse(error_code=error)
+    return _apply_leader_and_isr(ctx, request, changes)
+
+
+def _apply_leader_and_isr(
+    ctx: RequestContext, request: LeaderAndIsrRequest, changes: list[PartitionStateChange]
+) -> LeaderAndIsrResponse:
     errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, changes)
     ctx.broker.on_leadership_changed(errors)
     return LeaderAndIsrResponse(

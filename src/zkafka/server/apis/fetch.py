@@ -47,7 +47,10 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -
         return _available(ctx, request) >= request.min_bytes
 
     await ctx.broker.replicas.delayed.wait(first.partitions, enough, request.max_wait_ms / 1000)
-    return _read(ctx, request).response
+    # The follower's position was recorded when the request arrived; recording it again now would
+    # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
+    # controlled shutdown) back into the ISR.
+    return _read(ctx, request, record_follower=False).response
 
 
 def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
@@ -73,7 +76,7 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
     return total
 
 
-def _read(ctx: RequestContext, request: FetchRequest) -> _Read:
+def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool = True) -> _Read:
     replicas = ctx.broker.replicas
     is_follower = request.replica_id >= 0
     budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
@@ -92,9 +95,9 @@ def _read(ctx: RequestContext, request: FetchRequest) -> _Read:
                 part = replicas.leader_partition(tp)
                 check_leader_epoch(part, p.current_leader_epoch)
                 log_ = part.log
-                if is_follower:
+                if is_follower and record_follower:
                     part.update_follower_fetch(request.replica_id, p.fetch_offset, now)
-                    ctx.broker.isr.maybe_expand(part)
+                    ctx.broker.isr.maybe_expand(part, request.replica_id)
                 end = _visible_end(part, is_follower)
                 out.high_watermark = part.high_watermark
                 out.last_stable_offset = part.high_watermark

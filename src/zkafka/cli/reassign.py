@@ -1,0 +1,547 @@
+"""`zkafka reassign-partitions`: move partition replicas between brokers, with kafka-reassign-partitions'
+flags and JSON formats.
+
+    zkafka reassign-partitions --zookeeper Z --generate --topics-to-move-json-file topics.json \\
+        --broker-list 1,2,3
+    zkafka reassign-partitions --zookeeper Z --execute --reassignment-json-file plan.json [--wait]
+    zkafka reassign-partitions --zookeeper Z --verify --reassignment-json-file plan.json
+
+* `--generate` prints the current assignment of the topics and a proposal spreading them over
+  `--broker-list` with Kafka's placement (`zkafka.controller.assignment`, rack-aware when the brokers
+  have racks). It changes nothing. Works with `--zookeeper` and `--bootstrap-server`.
+* `--execute` writes `/admin/reassign_partitions` (the legacy ZooKeeper path: the controller reacts to
+  its creation, moves the replicas, rewrites the znode as partitions complete and deletes it at the
+  end). It refuses while that znode exists. `--wait` then shows the progress per partition until the
+  controller has deleted the znode.
+* `--verify` reports each partition of the plan as completed, still in progress, or failed (replicas
+  differ from the plan and nothing is moving) and exits 1 unless all are completed.
+
+`--execute` and `--verify` need `--zookeeper`: zkafka brokers do not serve the
+AlterPartitionReassignments / ListPartitionReassignments APIs, so `--bootstrap-server` cannot start or
+follow a reassignment and is refused with a clear message.
+
+JSON formats (Kafka's): topics to move `{"version":1,"topics":[{"topic":"foo"}]}`; a plan
+`{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`
+(`log_dirs` optional; zkafka cannot place replicas on particular log dirs, so only "any" is accepted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from zkafka.cli.errors import CliError
+from zkafka.controller.assignment import (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    RackInformationError,
+    assign_replicas_to_brokers,
+    assign_replicas_to_brokers_rack_aware,
+)
+from zkafka.zk.client import KafkaZkClient
+from zkafka.zk.errors import AdminOperationInProgressError, ZkConnectionError, ZkError
+from zkafka.zk.model import TopicPartition
+
+__all__ = [
+    "PartitionProgress",
+    "Status",
+    "format_plan",
+    "open_zookeeper",
+    "parse_broker_list",
+    "parse_reassignment_plan",
+    "parse_topics_to_move",
+    "partition_progress",
+    "propose_assignment",
+    "register",
+]
+
+Plan = dict[TopicPartition, tuple[int, ...]]
+ANY_LOG_DIR = "any"
+CONNECT_TIMEOUT_S = 15.0
+POLL_INTERVAL_S = 0.5
+BOOTSTRAP_UNSUPPORTED = (
+    "{action} with --bootstrap-server needs the AlterPartitionReassignments/ListPartitionReassignments "
+    "APIs, which zkafka brokers do not serve yet; use --zookeeper HOST:PORT[/chroot] instead"
+)
+
+
+# -- parsing and formatting (pure) -------------------------------------------------------------------
+
+
+def _load_json(text: str, what: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CliError(f"{what} is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise CliError(f"{what} must be a JSON object")
+    version = obj.get("version", 1)
+    if version != 1:
+        raise CliError(f"{what}: unsupported version {version!r} (only 1)")
+    return obj
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CliError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+def _list(value: object, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CliError(f"{what} must be a JSON list, got {value!r}")
+    return value
+
+
+def parse_topics_to_move(text: str) -> list[str]:
+    """`{"version":1,"topics":[{"topic":"foo"},...]}` -> topic names in file order."""
+    obj = _load_json(text, "the topics-to-move file")
+    topics: list[str] = []
+    for entry in _list(obj.get("topics"), '"topics"'):
+        name = entry.get("topic") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            raise CliError(f'every entry of "topics" needs a "topic" name, got {entry!r}')
+        topics.append(name)
+    if not topics:
+        raise CliError("the topics-to-move file lists no topics")
+    duplicates = sorted({t for t in topics if topics.count(t) > 1})
+    if duplicates:
+        raise CliError(f"List of topics to reassign contains duplicate entries: {', '.join(duplicates)}")
+    return topics
+
+
+def parse_broker_list(text: str) -> list[int]:
+    """`"1,2,3"` -> [1, 2, 3]."""
+    try:
+        brokers = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise CliError(f"bad --broker-list {text!r}: broker ids must be integers") from None
+    if not brokers:
+        raise CliError("--broker-list is empty")
+    if any(b < 0 for b in brokers):
+        raise CliError(f"bad --broker-list {text!r}: broker ids cannot be negative")
+    if len(set(brokers)) != len(brokers):
+        raise CliError(f"bad --broker-list {text!r}: a broker id is listed twice")
+    return brokers
+
+
+def parse_reassignment_plan(text: str) -> Plan:
+    """Kafka's reassignment JSON -> {partition: target replicas}, validated as kafka-reassign-partitions
+    does (non-empty, no duplicate partitions or replicas, `log_dirs` "any" and as long as `replicas`)."""
+    obj = _load_json(text, "the reassignment file")
+    plan: Plan = {}
+    for entry in _list(obj.get("partitions"), '"partitions"'):
+        if not isinstance(entry, dict):
+            raise CliError(f'every entry of "partitions" must be an object, got {entry!r}')
+        topic = entry.get("topic")
+        if not isinstance(topic, str) or not topic:
+            raise CliError(f'a "partitions" entry has no "topic": {entry!r}')
+        tp = TopicPartition(topic, _int(entry.get("partition"), f'"partition" of {topic}'))
+        if tp.partition < 0:
+            raise CliError(f"{tp.topic}-{tp.partition}: partition ids cannot be negative")
+        label = f"{tp.topic}-{tp.partition}"
+        replicas = [
+            _int(r, f"a replica of {label}") for r in _list(entry.get("replicas"), f"replicas of {label}")
+        ]
+        if not replicas:
+            raise CliError(f"Partition replica list cannot be empty: {label}")
+        if any(r < 0 for r in replicas):
+            raise CliError(f"{label}: broker ids cannot be negative: {replicas}")
+        if len(set(replicas)) != len(replicas):
+            raise CliError(
+                f"Partition replica lists may not contain duplicate entries: {label} has {replicas}"
+            )
+        log_dirs = entry.get("log_dirs")
+        if log_dirs is not None:
+            dirs = _list(log_dirs, f"log_dirs of {label}")
+            if len(dirs) != len(replicas):
+                raise CliError(
+                    f"{label}: size of replicas list {replicas} differs from size of log dirs list {dirs}"
+                )
+            if any(d != ANY_LOG_DIR for d in dirs):
+                raise CliError(
+                    f'{label}: zkafka cannot place replicas on particular log dirs; use "any" in log_dirs'
+                )
+        if tp in plan:
+            raise CliError(f"Partition reassignment contains duplicate topic partitions: {label}")
+        plan[tp] = tuple(replicas)
+    if not plan:
+        raise CliError("Partition reassignment list cannot be empty")
+    return plan
+
+
+def format_plan(plan: Mapping[TopicPartition, Sequence[int]]) -> str:
+    """Kafka's reassignment JSON (one line, partitions sorted)."""
+    entries = [
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "replicas": list(plan[tp]),
+            "log_dirs": [ANY_LOG_DIR] * len(plan[tp]),
+        }
+        for tp in sorted(plan)
+    ]
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":"))
+
+
+def propose_assignment(
+    current: Mapping[TopicPartition, Sequence[int]],
+    broker_racks: Mapping[int, str | None],
+    *,
+    rack_aware: bool = True,
+) -> Plan:
+    """Kafka's --generate: each topic placed afresh over the brokers, keeping its partition count and
+    replication factor (that of its first partition)."""
+    by_topic: dict[str, dict[int, Sequence[int]]] = {}
+    for tp, replicas in current.items():
+        by_topic.setdefault(tp.topic, {})[tp.partition] = replicas
+    plan: Plan = {}
+    for topic, partitions in sorted(by_topic.items()):
+        rf = len(partitions[min(partitions)])
+        try:
+            if rack_aware:
+                placed = assign_replicas_to_brokers_rack_aware(broker_racks, len(partitions), rf)
+            else:
+                placed = assign_replicas_to_brokers(broker_racks, len(partitions), rf)
+        except RackInformationError:
+            raise CliError(
+                "Not all brokers have rack information. Add --disable-rack-aware to assign replicas "
+                "without rack information."
+            ) from None
+        except (InvalidReplicationFactorError, InvalidPartitionsError) as e:
+            raise CliError(f"cannot place topic {topic}: {e}") from None
+        # Partition ids of a topic are 0..n-1; the placement numbers them the same way.
+        for partition, replicas in placed.items():
+            plan[TopicPartition(topic, partition)] = tuple(replicas)
+    return plan
+
+
+class Status(Enum):
+    COMPLETED = "completed"
+    IN_PROGRESS = "in progress"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    tp: TopicPartition
+    target: tuple[int, ...]
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    leader: int | None
+    isr: tuple[int, ...]
+    status: Status
+
+
+def partition_progress(
+    zk: KafkaZkClient, plan: Mapping[TopicPartition, Sequence[int]]
+) -> list[PartitionProgress]:
+    """Where each partition of `plan` stands, from ZooKeeper: pending in /admin/reassign_partitions or
+    with adding/removing replicas in its topic znode = in progress; replicas equal to the plan =
+    completed; anything else = failed (or superseded by another reassignment)."""
+    pending = zk.get_partition_reassignment() or {}
+    topics = zk.get_topic_assignments({tp.topic for tp in plan})
+    states = zk.get_partition_states(list(plan))
+    out = []
+    for tp in sorted(plan):
+        target = tuple(plan[tp])
+        assignment = topics.get(tp.topic)
+        replicas = assignment.replicas(tp.partition) if assignment is not None else ()
+        adding = tuple(assignment.adding_replicas.get(tp.partition, ())) if assignment is not None else ()
+        removing = tuple(assignment.removing_replicas.get(tp.partition, ())) if assignment is not None else ()
+        state = states.get(tp)
+        if tp in pending or adding or removing:
+            status = Status.IN_PROGRESS
+        elif replicas == target:
+            status = Status.COMPLETED
+        else:
+            status = Status.FAILED
+        out.append(
+            PartitionProgress(
+                tp,
+                target,
+                tuple(replicas),
+                adding,
+                removing,
+                state.leader_and_isr.leader if state is not None else None,
+                tuple(state.leader_and_isr.isr) if state is not None else (),
+                status,
+            )
+        )
+    return out
+
+
+# -- ZooKeeper session for admin tools -------------------------------------------------------------
+
+
+@contextmanager
+def open_zookeeper(connect: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[KafkaZkClient]:
+    """A ZooKeeper session for an admin command; the chroot must already exist (a tool never creates
+    one: a typo would otherwise look like an empty cluster)."""
+    if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
+        logging.getLogger("kazoo").setLevel(logging.ERROR)  # our one-line error says the same
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            zk = KafkaZkClient(connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False)
+    except ValueError as e:
+        raise CliError(f"bad --zookeeper {connect!r}: {e}") from None
+    except ZkConnectionError as e:
+        raise CliError(str(e)) from None
+    try:
+        if zk.exists("/brokers") is None:
+            raise CliError(f"no Kafka cluster at {connect} (no /brokers znode; wrong chroot?)")
+        yield zk
+    except ZkError as e:
+        raise CliError(str(e)) from None
+    finally:
+        zk.close()
+
+
+def _topic_assignments_from_zk(
+    zk: KafkaZkClient, topics: Sequence[str]
+) -> dict[TopicPartition, tuple[int, ...]]:
+    found = zk.get_topic_assignments(topics)
+    missing = [t for t in topics if t not in found]
+    if missing:
+        raise CliError(f"topics not found: {', '.join(missing)}")
+    out = {}
+    for topic, assignment in found.items():
+        for partition, replicas in assignment.partitions.items():
+            # During a reassignment the znode lists target + original replicas: show the target.
+            removing = set(assignment.removing_replicas.get(partition, ()))
+            out[TopicPartition(topic, partition)] = tuple(r for r in replicas if r not in removing)
+    return out
+
+
+# -- the command -----------------------------------------------------------------------------------------
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reassign-partitions",
+        help="move partition replicas between brokers (like kafka-reassign-partitions)",
+        description="Generate, execute and verify partition reassignments, with kafka-reassign-partitions' "
+        "flags and JSON formats.",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers (--generate only)")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--generate", action="store_true", help="propose an assignment (changes nothing)")
+    action.add_argument("--execute", action="store_true", help="start the reassignment of a plan")
+    action.add_argument("--verify", action="store_true", help="report the progress of a plan")
+    p.add_argument("--topics-to-move-json-file", type=Path, metavar="FILE", help="--generate: the topics")
+    p.add_argument("--broker-list", metavar="1,2,3", help="--generate: the brokers to place replicas on")
+    p.add_argument("--disable-rack-aware", action="store_true", help="--generate: ignore broker racks")
+    p.add_argument("--reassignment-json-file", type=Path, metavar="FILE", help="--execute/--verify: the plan")
+    p.add_argument("--wait", action="store_true", help="--execute: show progress until it is done")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, metavar="S", help="--wait: give up after S seconds (300)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    if args.generate:
+        if args.topics_to_move_json_file is None or args.broker_list is None:
+            raise CliError("--generate needs --topics-to-move-json-file and --broker-list")
+        return _generate(args)
+    if args.reassignment_json_file is None:
+        raise CliError(f"--{'execute' if args.execute else 'verify'} needs --reassignment-json-file")
+    if args.wait and not args.execute:
+        raise CliError("--wait is only valid with --execute")
+    if args.timeout <= 0:
+        raise CliError("--timeout must be positive")
+    plan = parse_reassignment_plan(_read(args.reassignment_json_file))
+    if args.bootstrap_server is not None:
+        raise CliError(BOOTSTRAP_UNSUPPORTED.format(action="--execute" if args.execute else "--verify"))
+    with open_zookeeper(args.zookeeper) as zk:
+        if args.execute:
+            return _execute(zk, plan, wait=args.wait, timeout_s=args.timeout)
+        return _verify(zk, plan)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not args.generate:
+        for flag in ("topics_to_move_json_file", "broker_list"):
+            if getattr(args, flag) is not None:
+                raise CliError(f"--{flag.replace('_', '-')} is only valid with --generate")
+        if args.disable_rack_aware:
+            raise CliError("--disable-rack-aware is only valid with --generate")
+    elif args.reassignment_json_file is not None:
+        raise CliError("--reassignment-json-file is not valid with --generate")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _generate(args: argparse.Namespace) -> int:
+    topics = parse_topics_to_move(_read(args.topics_to_move_json_file))
+    wanted = parse_broker_list(args.broker_list)
+    if args.zookeeper is not None:
+        with open_zookeeper(args.zookeeper) as zk:
+            current = _topic_assignments_from_zk(zk, topics)
+            racks = {b.id: b.rack for b in zk.get_all_brokers()}
+    else:
+        current, racks = _from_brokers(args.bootstrap_server, topics)
+    unknown = [b for b in wanted if b not in racks]
+    if unknown:
+        raise CliError(f"brokers {unknown} in --broker-list are not registered in the cluster")
+    proposal = propose_assignment(
+        current, {b: racks[b] for b in wanted}, rack_aware=not args.disable_rack_aware
+    )
+    print("Current partition replica assignment")
+    print(format_plan(current))
+    print()
+    print("Proposed partition reassignment configuration")
+    print(format_plan(proposal))
+    return 0
+
+
+def _from_brokers(
+    bootstrap: str, topics: Sequence[str]
+) -> tuple[dict[TopicPartition, tuple[int, ...]], dict[int, str | None]]:
+    from zkafka.cli.topics import client_errors
+    from zkafka.client.sync import SyncAdminClient
+    from zkafka.protocol import ErrorCode
+
+    with client_errors(), SyncAdminClient(bootstrap) as admin:
+        described = admin.describe_topics(topics)
+        cluster = admin.describe_cluster()
+    missing = [t for t in topics if t not in described or described[t].error != ErrorCode.NONE]
+    if missing:
+        raise CliError(f"topics not found: {', '.join(missing)}")
+    current = {
+        TopicPartition(t, p): tuple(m.replicas) for t in topics for p, m in described[t].partitions.items()
+    }
+    return current, {b.node_id: b.rack for b in cluster.brokers}
+
+
+def _execute(zk: KafkaZkClient, plan: Plan, *, wait: bool, timeout_s: float) -> int:
+    assignments = zk.get_topic_assignments({tp.topic for tp in plan})
+    missing = sorted(
+        f"{tp.topic}-{tp.partition}"
+        for tp in plan
+        if tp.topic not in assignments or tp.partition not in assignments[tp.topic].partitions
+    )
+    if missing:
+        raise CliError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
+    # Kafka's order: a running reassignment is reported before the plan's brokers are checked
+    if zk.get_partition_reassignment() is not None:
+        raise CliError(_in_progress_message())
+    registered = set(zk.get_all_broker_ids())
+    unknown = sorted({b for replicas in plan.values() for b in replicas} - registered)
+    if unknown:
+        raise CliError(f"The proposed assignment contains non-existent brokerIDs: {unknown}")
+    current = {tp: tuple(assignments[tp.topic].replicas(tp.partition)) for tp in plan}
+    print("Current partition replica assignment")
+    print()
+    print(format_plan(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    try:
+        zk.create_partition_reassignment(plan)
+    except AdminOperationInProgressError:
+        raise CliError(_in_progress_message()) from None
+    print(f"Successfully started partition reassignments for {_names(plan)}")
+    if not wait:
+        return 0
+    return _wait(zk, plan, timeout_s)
+
+
+def _in_progress_message() -> str:
+    return (
+        "There is an existing assignment running: /admin/reassign_partitions exists. Wait until the "
+        "controller has finished it (check with --verify)."
+    )
+
+
+def _names(tps: Iterable[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}-{tp.partition}" for tp in sorted(tps))
+
+
+def _wait(zk: KafkaZkClient, plan: Plan, timeout_s: float) -> int:
+    """Live table until the controller deleted /admin/reassign_partitions and no partition of the plan
+    is moving; then the verify report."""
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    deadline = time.monotonic() + timeout_s
+    progress = partition_progress(zk, plan)
+    with Live(_progress_table(progress), console=console, refresh_per_second=4, transient=False) as live:
+        while True:
+            done = zk.get_partition_reassignment() is None and all(
+                p.status is not Status.IN_PROGRESS for p in progress
+            )
+            if done:
+                break
+            if time.monotonic() > deadline:
+                live.update(_progress_table(progress))
+                console.print(f"[red]reassignment not finished after {timeout_s:g} s[/red]")
+                return 1
+            time.sleep(POLL_INTERVAL_S)
+            progress = partition_progress(zk, plan)
+            live.update(_progress_table(progress))
+    return _report(progress)
+
+
+def _progress_table(progress: Sequence[PartitionProgress]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Partition reassignment")
+    for column in ("Partition", "Target", "Replicas", "Adding", "Removing", "Leader", "ISR", "Status"):
+        table.add_column(column)
+    colour = {Status.COMPLETED: "green", Status.IN_PROGRESS: "yellow", Status.FAILED: "red"}
+    for p in progress:
+        table.add_row(
+            f"{p.tp.topic}-{p.tp.partition}",
+            _ids(p.target),
+            _ids(p.replicas),
+            _ids(p.adding),
+            _ids(p.removing),
+            "none" if p.leader is None or p.leader < 0 else str(p.leader),
+            _ids(p.isr),
+            f"[{colour[p.status]}]{p.status.value}[/]",
+        )
+    return table
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return ",".join(map(str, ids)) or "-"
+
+
+def _verify(zk: KafkaZkClient, plan: Plan) -> int:
+    return _report(partition_progress(zk, plan))
+
+
+def _report(progress: Sequence[PartitionProgress]) -> int:
+    print("Status of partition reassignment:")
+    for p in progress:
+        name = f"{p.tp.topic}-{p.tp.partition}"
+        if p.status is Status.COMPLETED:
+            print(f"Reassignment of partition {name} is completed.")
+        elif p.status is Status.IN_PROGRESS:
+            print(f"Reassignment of partition {name} is still in progress.")
+        else:
+            print(
+                f"Reassignment of partition {name} failed: replicas are {list(p.replicas)}, "
+                f"the plan asks for {list(p.target)}."
+            )
+    return 0 if all(p.status is Status.COMPLETED for p in progress) else 1
