@@ -472,3 +472,53 @@ def test_console_consumer_with_group(cluster: LocalCluster) -> None:
     second = console("--timeout-ms", "2000")
     assert second.returncode == 0, second.stderr
     assert sorted(map(int, first.stdout.split() + second.stdout.split())) == list(range(20))
+
+
+def test_kcat_two_balanced_members_share_the_partitions(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Two `kcat -G` processes (librdkafka 2.0.2) in one group split the topic; together they see
+    every record, each sees some."""
+    b = cluster.bootstrap_servers
+    topic, group = name("kc2"), name("kc2-group")
+    produce(b, topic, 4)  # creates the 4-partition topic
+    outputs = [tmp_path / f"member-{i}.txt" for i in range(2)]
+    procs = []
+    for out in outputs:
+        with open(out, "w") as f:
+            procs.append(
+                subprocess.Popen(
+                    ["kcat", "-b", b, "-G", group, "-o", "beginning", "-q", "-u", "-f", "%s\n", topic],
+                    stdout=f,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+    try:
+        # both members own partitions before the records arrive
+        from confluent_kafka import ConsumerGroupState
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": b})
+
+        def two_stable_members() -> bool:
+            desc = admin.describe_consumer_groups([group])[group].result(10)
+            return desc.state == ConsumerGroupState.STABLE and len(desc.members) == 2
+
+        wait_for(two_stable_members, timeout=60, what="two stable kcat members")
+        produce(b, topic, 200, start=4)
+
+        def seen() -> list[list[int]]:
+            return [[int(x) for x in out.read_text().split()] for out in outputs]
+
+        wait_for(
+            lambda: {v for vals in seen() for v in vals} >= set(range(204)), timeout=60, what="all records"
+        )
+        per_member = seen()
+        assert all(any(v >= 4 for v in vals) for vals in per_member), "each member consumed some records"
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
