@@ -240,3 +240,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
 
     console.print(Rule("7. zkafka cluster status"))
     console.print(_zkafka("cluster", "status", "--dir", str(directory)).rstrip())
+
+    from zkafka.cli.pipeline import demo_step
+
+    demo_step(console, bootstrap, step="8")
