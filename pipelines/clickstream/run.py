@@ -86,8 +86,9 @@ def run(
     started = time.perf_counter()
     acks = produce(bootstrap, topic, produced)
     console.print(
-        f"produced {len(acks):,} events into [bold]{topic}[/bold] ({PARTITIONS} partitions, replication "
-        f"factor {replication}) in {time.perf_counter() - started:.1f}s"
+        f"produced {len(acks) - 1:,} events and an end marker (it moves the watermark past the last "
+        f"window) into [bold]{topic}[/bold] ({PARTITIONS} partitions, replication factor {replication}) "
+        f"in {time.perf_counter() - started:.1f}s"
     )
 
     own_session = spark is None

@@ -53,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
     )
     status.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    status.add_argument(
+        "--exclude-internal",
+        action="store_true",
+        help="leave out internal topics such as __consumer_offsets (as kafka-topics --exclude-internal)",
+    )
     status.set_defaults(func=run_status)
 
     down = cluster_sub.add_parser("down", help="stop the brokers (SIGTERM, then SIGKILL) and ZooKeeper")
@@ -134,6 +139,10 @@ def run_status(args: argparse.Namespace) -> int:
     cluster = _load(args.dir)
     report = cluster.process_status()
     report.update(zookeeper_view(cluster))
+    if args.exclude_internal and "topics" in report:
+        from zkafka.zk.topic_names import is_internal_topic
+
+        report["topics"] = {t: p for t, p in report["topics"].items() if not is_internal_topic(t)}
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         print()

@@ -239,7 +239,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     console.print(_zkafka("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect).rstrip())
 
     console.print(Rule("7. zkafka cluster status"))
-    console.print(_zkafka("cluster", "status", "--dir", str(directory)).rstrip())
+    console.print(_zkafka("cluster", "status", "--dir", str(directory), "--exclude-internal").rstrip())
 
     from zkafka.cli.pipeline import demo_step
 
