@@ -22,6 +22,7 @@ COMMANDS = (
     "zkafka.cli.perf",
     "zkafka.cli.demo",
     "zkafka.cli.topics",
+    "zkafka.cli.configs",
     "zkafka.cli.console",
     "zkafka.cli.cluster",
     "zkafka.cli.consumer_groups",
