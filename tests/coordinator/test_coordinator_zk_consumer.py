@@ -282,6 +282,51 @@ def test_wildcard_subscription_follows_new_topics_and_partitions(cluster: LocalC
     run(main())
 
 
+def test_automatic_commits_never_pass_a_record_still_being_processed(cluster: LocalCluster) -> None:
+    """At-least-once with an application that awaits while it processes: the commit timer fires
+    mid-processing, yet the committed offset stops at the record in hand (iterator) or at the
+    first record of the batch in hand (poll), never at what was fetched ahead."""
+    topic = name("t")
+    opts = {**FAST, "auto_commit_interval_ms": 50, "auto_offset_reset": "smallest"}
+
+    def committed(group: str) -> bytes | None:
+        return zk_read(cluster, f"/consumers/{group}/offsets/{topic}/0")
+
+    async def processing() -> None:  # long enough for several automatic commits
+        await asyncio.sleep(0.4)
+
+    async def main() -> None:
+        await make_topic(cluster, topic, 1, records=10)
+        iterating = name("g")
+        async with ZookeeperConsumer(
+            iterating, topics={topic: 1}, zookeeper=cluster.zookeeper_connect, **opts
+        ) as c:
+            first = await anext(aiter(c))  # the consumer has fetched all ten by now
+            await processing()
+            assert committed(iterating) == str(first.offset).encode()
+            second = await anext(aiter(c))  # asking for the next says the first is done
+            await processing()
+            assert committed(iterating) == str(second.offset).encode()
+            await c.commit()  # explicit: everything handed out so far
+            assert committed(iterating) == str(second.offset + 1).encode()
+
+        polling = name("g")
+        async with ZookeeperConsumer(
+            polling, topics={topic: 1}, zookeeper=cluster.zookeeper_connect, **opts
+        ) as c:
+            got: list = []
+            while len(got) < 10:
+                batch = await c.poll(300)
+                got += batch
+            await processing()  # the last batch is in hand: commits stop at its first record
+            assert committed(polling) == str(batch[0].offset).encode()
+            assert await c.poll(100) == []  # calling poll again says the batch is processed
+            await processing()
+            assert committed(polling) == b"10"
+
+    run(main())
+
+
 def test_offsets_commit_resume_and_reset(cluster: LocalCluster) -> None:
     topic, group = name("t"), name("g")
 

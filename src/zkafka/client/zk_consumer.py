@@ -29,8 +29,10 @@ How it works (reference zk-layout §4; seeds 001/002):
   `auto_offset_reset` end ("smallest" or "largest").
 
 Records come from the brokers with zkafka's `Consumer` (Fetch to each partition's leader).
-Delivery is at-least-once: the committed offset never passes a record `poll` has not returned,
-and the commit timer only runs while the application awaits, i.e. between its batches.
+Delivery is at-least-once: automatic and rebalance commits never pass a record the application
+may still be processing -- the records of the last `poll` until poll is called again, the last
+record the iterator handed out until the next is asked for -- nor a record fetched but not yet
+handed out. An explicit `commit()` covers everything handed out so far.
 """
 
 from __future__ import annotations
@@ -290,6 +292,11 @@ class ZookeeperConsumer:
         self._tasks: list[asyncio.Task[None]] = []
         self._error: BaseException | None = None
         self._iter_buffer: list[ConsumedRecord] = []
+        # Records the application holds but may not have finished: what the last poll() returned
+        # (finished when poll is called again) or the record the iterator handed out last
+        # (finished when the next is asked for). Automatic and rebalance commits stop before
+        # them, so a crash in the middle of processing never skips a record (at-least-once).
+        self._in_flight: dict[TopicPartition, int] = {}
         self._started = False
         self._closed = False
         self.rebalances = 0
@@ -299,8 +306,9 @@ class ZookeeperConsumer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # leaving the block because processing failed: the record in hand is not done
+        await self.close(processed=exc_type is None)
 
     async def _zk(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await self._executor.call(fn, *args)
@@ -353,18 +361,22 @@ class ZookeeperConsumer:
             raise ClientError(f"no brokers registered in ZooKeeper at {self.zookeeper}")
         return out
 
-    async def close(self) -> None:
+    async def close(self, *, processed: bool = True) -> None:
         """Commit (with auto-commit), stop, and end the ZooKeeper session -- which removes the
-        registration and the owner znodes at once, so the rest of the group rebalances."""
+        registration and the owner znodes at once, so the rest of the group rebalances. The
+        final commit covers every record handed out, unless `processed` is false (the
+        application stops in the middle of one): then it stops before the ones in hand."""
         if self._closed:
             return
+        if processed:
+            self._in_flight = {}
         self._closed = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         try:
             if self.auto_commit_enable and self.zk is not None and self._owned:
-                await self.commit()
+                await self._commit()
         except Exception as e:
             log.warning("final commit of %s failed: %s", self.consumer_id, e)
         owned, self._owned = self._owned, {}
@@ -396,7 +408,15 @@ class ZookeeperConsumer:
         self.consumer.seek(tp, offset)
 
     async def poll(self, timeout_ms: float = 1000) -> list[ConsumedRecord]:
-        """Records of the owned partitions; waits up to `timeout_ms` for some."""
+        """Records of the owned partitions; waits up to `timeout_ms` for some. Calling poll again
+        says the previous records are processed: automatic commits cover them from then on."""
+        self._in_flight = {}
+        records = await self._poll(timeout_ms)
+        for record in reversed(records):  # in offset order per partition: keep each one's first
+            self._in_flight[TopicPartition(record.topic, record.partition)] = record.offset
+        return records
+
+    async def _poll(self, timeout_ms: float) -> list[ConsumedRecord]:
         if self._closed:
             raise ClientClosedError("consumer closed")
         if self.consumer is None:
@@ -429,11 +449,14 @@ class ZookeeperConsumer:
         return self
 
     async def __anext__(self) -> ConsumedRecord:
+        self._in_flight = {}  # asking for the next record says the last one is processed
         while not self._iter_buffer:
             if self._closed:
                 raise StopAsyncIteration
-            self._iter_buffer.extend(reversed(await self.poll(1000)))
-        return self._iter_buffer.pop()
+            self._iter_buffer.extend(reversed(await self._poll(1000)))
+        record = self._iter_buffer.pop()
+        self._in_flight = {TopicPartition(record.topic, record.partition): record.offset}
+        return record
 
     def _raise_pending(self) -> None:
         if self._error is not None:
@@ -442,7 +465,15 @@ class ZookeeperConsumer:
 
     async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, int]:
         """Write the next offset to read of every owned partition (or `offsets`) to ZooKeeper,
-        skipping unchanged ones. Returns what was written."""
+        skipping unchanged ones. Returns what was written. Without `offsets` this covers every
+        record handed to the application so far (the caller says it is done with them); records
+        fetched but not yet handed out are never covered."""
+        self._in_flight = {}
+        return await self._commit(offsets)
+
+    async def _commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, int]:
+        """commit() for the consumer's own automatic and rebalance commits: they stop before the
+        records the application may still be processing."""
         assert self.zk is not None
         if offsets is None:
             offsets = await self._positions()
@@ -460,11 +491,16 @@ class ZookeeperConsumer:
         consumer = self.consumer
         if consumer is None:
             return out
+        not_handed_out: dict[TopicPartition, int] = {}
+        for record in self._iter_buffer:  # newest first: the last seen per partition is its first
+            not_handed_out[TopicPartition(record.topic, record.partition)] = record.offset
         for tp in list(self._owned):
             try:
-                out[tp] = await consumer.position(tp)
+                position = await consumer.position(tp)
             except (ValueError, ClientError, KafkaError) as e:  # unassigned meanwhile, or no broker
                 log.debug("%s: no position for %s: %s", self.consumer_id, tp, e)
+                continue
+            out[tp] = min(position, self._in_flight.get(tp, position), not_handed_out.get(tp, position))
         return out
 
     # -- triggers ------------------------------------------------------------------------------------------
@@ -606,10 +642,15 @@ class ZookeeperConsumer:
         """Stop fetching (committing first), then delete our owner znodes."""
         if self.auto_commit_enable and self._owned:
             try:
-                await self.commit()
+                await self._commit()
             except Exception as e:
                 log.warning("%s: commit before rebalance failed: %s", self.consumer_id, e)
         owned, self._owned = self._owned, {}
+        # records of released partitions not yet handed out go back: their next owner starts at
+        # the offset just committed, which is at or before them
+        self._iter_buffer = [
+            r for r in self._iter_buffer if TopicPartition(r.topic, r.partition) not in owned
+        ]
         await self._stop_fetching()
         if owned and self.on_revoke is not None:
             self.on_revoke(dict(owned))
@@ -649,4 +690,4 @@ class ZookeeperConsumer:
             await asyncio.sleep(self.auto_commit_interval_ms / 1000)
             with contextlib.suppress(Exception):
                 if self._owned:
-                    await self.commit()
+                    await self._commit()
