@@ -84,13 +84,27 @@ def test_reference_example_and_string_order_of_thread_ids() -> None:
     assert got["c-0"] == [0] and got["c-1"] == [1] and got["c-10"] == [2] and got["c-2"] == [3]
 
 
-def test_roundrobin_and_its_requirements() -> None:
+def test_roundrobin_deals_by_hash_order_and_passes_over_unsubscribed_threads() -> None:
     threads = {"a": ["x-0", "y-0"], "b": ["y-0", "x-0"]}
     got = roundrobin_assignment({"a": [0, 1], "b": [0, 1]}, threads)
     assert sorted(got.values()).count("x-0") == 2 and sorted(got.values()).count("y-0") == 2
     assert got == roundrobin_assignment({"a": [1, 0], "b": [0, 1]}, threads)  # deterministic
-    with pytest.raises(ConsumerRebalanceFailedError):
-        roundrobin_assignment({"a": [0], "b": [0]}, {"a": ["x-0", "y-0"], "b": ["x-0"]})
+    # Java hashCodes: "[a,0]" < "[a,1]" < "[b,0]" < "[b,1]", so the deal runs a0 a1 b0 b1
+    assert [got[TopicPartition(t, p)] for t, p in (("a", 0), ("a", 1), ("b", 0), ("b", 1))] == [
+        "x-0",
+        "y-0",
+        "x-0",
+        "y-0",
+    ]
+    # 1.x: a thread not subscribed to a topic is passed over (0.8.2 refused such groups)
+    mixed = roundrobin_assignment({"a": [0, 1], "b": [0, 1]}, {"a": ["x-0", "y-0"], "b": ["x-0"]})
+    assert mixed == {
+        TopicPartition("a", 0): "x-0",
+        TopicPartition("a", 1): "y-0",
+        TopicPartition("b", 0): "x-0",
+        TopicPartition("b", 1): "x-0",
+    }
+    assert roundrobin_assignment({"a": [0]}, {"a": []}) == {}
 
 
 def test_consumer_id_rule_and_filters() -> None:
@@ -323,6 +337,54 @@ def test_automatic_commits_never_pass_a_record_still_being_processed(cluster: Lo
             assert await c.poll(100) == []  # calling poll again says the batch is processed
             await processing()
             assert committed(polling) == b"10"
+
+    run(main())
+
+
+def test_claims_back_off_until_the_previous_owner_releases_or_give_up(cluster: LocalCluster) -> None:
+    """A partition still owned by a consumer that is gone from ids (its owner znode not yet
+    released) is retried every rebalance_backoff_ms; after rebalance_max_retries the consumer
+    fails with ConsumerRebalanceFailedError, as Kafka's did."""
+    topic = name("t")
+    owner_path = f"/consumers/{{group}}/owners/{topic}/0"
+
+    async def main() -> None:
+        await make_topic(cluster, topic, 1)
+        holder = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
+        holder.start(10)
+        try:
+            stuck = name("g")
+            holder.create(owner_path.format(group=stuck), b"gone-0", ephemeral=True, makepath=True)
+            doomed = ZookeeperConsumer(
+                stuck,
+                topics={topic: 1},
+                zookeeper=cluster.zookeeper_connect,
+                **{**FAST, "rebalance_max_retries": 3},
+            )
+            with pytest.raises(ConsumerRebalanceFailedError):
+                await doomed.start()
+            await doomed.close()
+
+            released = name("g")
+            holder.create(owner_path.format(group=released), b"gone-0", ephemeral=True, makepath=True)
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.5, holder.delete, owner_path.format(group=released))
+            patient = ZookeeperConsumer(
+                released,
+                topics={topic: 1},
+                zookeeper=cluster.zookeeper_connect,
+                **{**FAST, "rebalance_max_retries": 30},
+            )
+            await patient.start()
+            try:
+                assert list(patient.owned()) == [TopicPartition(topic, 0)]
+                owner = holder.get(owner_path.format(group=released))[0].decode()
+                assert owner.startswith(patient.consumer_id)
+            finally:
+                await patient.close()
+        finally:
+            holder.stop()
+            holder.close()
 
     run(main())
 

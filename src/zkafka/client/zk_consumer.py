@@ -160,23 +160,24 @@ def range_assignment(
 def roundrobin_assignment(
     partitions: Mapping[str, Sequence[int]], threads: Mapping[str, Sequence[str]]
 ) -> Assignment:
-    """Kafka's old RoundRobinAssignor: every partition of every topic, ordered by the Java
-    hashCode of its "[topic,partition]" name, dealt in turn to the sorted thread ids. Like
-    Kafka's, it needs every consumer to subscribe to the same topics with the same streams."""
-    thread_sets = {tuple(sorted(t)) for t in threads.values()}
-    if len(thread_sets) > 1:
-        raise ConsumerRebalanceFailedError(
-            "roundrobin assignment needs every consumer of the group to subscribe to the same topics "
-            "with the same number of streams"
-        )
-    if not thread_sets:
-        return {}
-    ordered = list(next(iter(thread_sets)))
+    """Kafka's old RoundRobinAssignor (as in 1.x): every partition of every subscribed topic,
+    ordered by the Java hashCode of its "[topic,partition]" name, dealt in turn over the sorted
+    ids of all the group's threads, passing over a thread not subscribed to that partition's
+    topic (0.8.2 refused groups whose consumers subscribed differently; 1.x deals around them)."""
+    ordered = sorted({thread for ts in threads.values() for thread in ts})
     tps = sorted(
-        (TopicPartition(t, p) for t in threads for p in partitions.get(t, ())),
+        (TopicPartition(t, p) for t, ts in threads.items() if ts for p in partitions.get(t, ())),
         key=lambda tp: (java_string_hashcode(f"[{tp.topic},{tp.partition}]"), tp.topic, tp.partition),
     )
-    return {tp: ordered[i % len(ordered)] for i, tp in enumerate(tps)} if ordered else {}
+    out: Assignment = {}
+    turn = 0
+    for tp in tps:
+        subscribed = set(threads[tp.topic])
+        while ordered[turn % len(ordered)] not in subscribed:  # ends: the topic has a subscriber
+            turn += 1
+        out[tp] = ordered[turn % len(ordered)]
+        turn += 1
+    return out
 
 
 def assign(
