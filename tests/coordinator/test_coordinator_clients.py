@@ -355,12 +355,6 @@ def test_consumer_groups_cli(cluster: LocalCluster) -> None:
     b = cluster.bootstrap_servers
     topic, group = name("cli"), name("cli-group")
     produce(b, topic, 40)
-    member = PollingConsumer(b, group, topic, "cli-client")
-    try:
-        wait_for(lambda: len(member.snapshot()[1]) == 40, what="records")
-    finally:
-        member.close()
-    produce(b, topic, 12, start=40)  # lag 3 per partition
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -371,6 +365,23 @@ def test_consumer_groups_cli(cluster: LocalCluster) -> None:
             check=False,
         )
 
+    member = PollingConsumer(b, group, topic, "cli-client")
+    try:
+        wait_for(lambda: len(member.snapshot()[1]) == 40, what="records")
+        wait_for(lambda: sum(committed(b, group).values()) == 40, what="commits")
+        active = run("--describe", "--group", group)
+        assert active.returncode == 0, active.stderr
+        rows = [line.split() for line in active.stdout.splitlines() if line.startswith(group)]
+        # GROUP TOPIC PARTITION CURRENT LOG-END LAG CONSUMER-ID HOST CLIENT-ID, for the live member
+        assert [r[1:6] for r in rows] == [[topic, str(p), "10", "10", "0"] for p in range(4)]
+        assert all(r[6].startswith("cli-client-") and r[7].endswith("127.0.0.1") for r in rows), rows
+        assert all(r[8] == "cli-client" for r in rows), rows
+        busy = run("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+        assert busy.returncode != 0 and "still has active members" in busy.stderr
+    finally:
+        member.close()
+    produce(b, topic, 12, start=40)  # lag 3 per partition
+
     listed = run("--list")
     assert listed.returncode == 0, listed.stderr
     assert group in listed.stdout.split()
@@ -380,6 +391,18 @@ def test_consumer_groups_cli(cluster: LocalCluster) -> None:
     assert len(rows) == 4
     assert [r[1:6] for r in rows] == [[topic, str(p), "10", "13", "3"] for p in range(4)]
     assert "has no active members" in described.stdout
+    planned = run("--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "5")
+    assert planned.returncode == 0, planned.stderr  # without --execute: a plan, nothing written
+    assert [line.split()[1:4] for line in planned.stdout.splitlines() if line.startswith(group)] == [
+        [topic, str(p), "5"] for p in range(4)
+    ]
+    assert committed(b, group) == {(topic, p): 10 for p in range(4)}
+    to_offset = run("--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "5", "--execute")
+    assert to_offset.returncode == 0, to_offset.stderr
+    assert committed(b, group) == {(topic, p): 5 for p in range(4)}
+    to_latest = run("--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
+    assert to_latest.returncode == 0, to_latest.stderr
+    assert committed(b, group) == {(topic, p): 13 for p in range(4)}
     reset = run("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
     assert reset.returncode == 0, reset.stderr
     assert committed(b, group) == {(topic, p): 0 for p in range(4)}
@@ -522,3 +545,29 @@ def test_kcat_two_balanced_members_share_the_partitions(cluster: LocalCluster, t
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def test_offsets_topic_is_created_compacted_with_the_configured_partitions(cluster: LocalCluster) -> None:
+    """__consumer_offsets, made on a group's first use: offsets.topic.num.partitions partitions,
+    cleanup.policy=compact (its keys are group/topic/partition: only the latest commit matters)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    b = cluster.bootstrap_servers
+    topic, group = name("first-use"), name("first-use-group")
+    produce(b, topic, 4)
+    member = PollingConsumer(b, group, topic, "first-use-client")
+    try:
+        wait_for(lambda: len(member.snapshot()[1]) == 4, what="records")
+    finally:
+        member.close()
+    admin = KafkaAdminClient(bootstrap_servers=b)
+    try:
+        [described] = admin.describe_topics(["__consumer_offsets"])
+        assert described["is_internal"] and len(described["partitions"]) == 10
+        assert all(len(p["replica_nodes"]) == 1 for p in described["partitions"])  # one broker here
+        found = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "__consumer_offsets")])
+        [entries] = [by_name["__consumer_offsets"] for by_name in found.values()]
+        policy = entries["cleanup.policy"]
+        assert (policy["value"] if isinstance(policy, dict) else policy) == "compact", policy
+    finally:
+        admin.close()
