@@ -14,7 +14,7 @@ encoders only `EncodeError`. Each carries the Kafka error code a broker should a
 Zero-copy fetch responses: `encode_response_parts` returns a list of parts to write in order
 (e.g. ``transport.writelines``); large record buffers are their own parts instead of being
 copied, and a `DeferredRecords` value appears as itself: the network layer writes exactly
-``part.size`` bytes from its source there (``os.sendfile`` from the segment file). The size
+``part.size`` bytes from its source there (``os.pread`` from the segment file). The size
 prefix in the first part already counts every part.
 """
 

@@ -19,7 +19,7 @@ A `records` field holds concatenated record batches as opaque bytes:
   (copy with ``bytes(...)`` to keep records longer than the frame);
 * to encode, it may be bytes, bytearray, memoryview, a list/tuple of such buffers (written
   back to back, e.g. batches gathered from several segments), or a `DeferredRecords` whose bytes
-  the network layer writes itself (``os.sendfile``), see `zkafka.protocol.codec`.
+  the network layer writes itself (read from the segment file), see `zkafka.protocol.codec`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ DEFAULT: Final[Any] = _Default()
 class DeferredRecords:
     """A records value whose bytes the network layer supplies when it writes the response.
 
-    Subclass it in the layer that owns files (e.g. a segment slice sent with ``os.sendfile``);
+    Subclass it in the layer that owns files (e.g. a slice of a segment file);
     the codec only needs `size` to write the length prefix. `encode_response_parts` returns the
     object itself in its list of parts, at the place where exactly `size` bytes must be written.
     """

@@ -55,8 +55,10 @@ Handler = Callable[[RequestContext, Any], HandlerReturn]
 
 
 class FileRecords(DeferredRecords):
-    """Records that stay in a segment file until the response is written (`os.pread`: on
-    loopback and with uvloop it is as fast as sendfile, see docs/performance.md)."""
+    """Records that stay in a segment file until the response is written, then are read with
+    one `os.pread` into it. Not sendfile: uvloop transports have none, and writing around the
+    transport would break the order of pipelined responses; what it would save is measured in
+    docs/performance.md (benchmarks/fetch_copy.py)."""
 
     __slots__ = ("_fd", "_position", "_size")
 

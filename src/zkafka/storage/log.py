@@ -106,7 +106,7 @@ class AppendInfo(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class FetchSlice:
-    """A byte range of one segment file holding whole batches, ready for `os.sendfile`.
+    """A byte range of one segment file holding whole batches, ready to be copied straight into a response.
 
     `fd` stays open until the segment is deleted (after `file.delete.delay.ms`) or the log is
     closed; `path` lets a caller open its own descriptor instead. An empty slice has size 0.
