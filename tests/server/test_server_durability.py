@@ -71,6 +71,33 @@ def test_sigkill_and_restart_keeps_every_acknowledged_record(cluster: LocalClust
     assert [v for _, _, v in got] == [f"value-{i}".encode() for i in range(6000)]
 
 
+def test_sigterm_stops_cleanly_and_the_restart_skips_recovery(cluster: LocalCluster) -> None:
+    """SIGTERM: the registration znode goes, the logs are closed with their checkpoints and the
+    `.kafka_cleanshutdown` marker; the next start consumes the marker and serves everything."""
+    from pathlib import Path
+
+    topic = "clean"
+    assert sorted(produce(cluster.bootstrap_servers, topic, 300)) == list(range(300))
+    log_dir = Path(cluster.brokers[1].directory) / "logs"
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(10)
+    try:
+        assert zk.exists("/brokers/ids/1")
+        cluster.stop_broker(1)  # SIGTERM, waits for the exit
+        assert zk.exists("/brokers/ids/1") is None  # gone at once, not after a session timeout
+    finally:
+        zk.stop()
+        zk.close()
+    assert (log_dir / ".kafka_cleanshutdown").exists()
+    recovery = (log_dir / "recovery-point-offset-checkpoint").read_text().splitlines()
+    assert recovery[0] == "0" and f"{topic} 0 300" in recovery[2:]  # Kafka's format: version, count, entries
+    cluster.start_broker(1)
+    wait_until_ready(cluster)
+    assert not (log_dir / ".kafka_cleanshutdown").exists()
+    got = consume_all(cluster.bootstrap_servers, topic, 300)
+    assert [o for _, o, _ in got] == list(range(300))
+
+
 def test_znodes_match_kafkas_layout(cluster: LocalCluster) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
