@@ -9,6 +9,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +55,17 @@ def test_kcat_produce_consume_10k_with_keys_headers_and_compression(
         k, v, h, o = row.split("|")
         assert (k, v, o) == (f"key{i}", f"value-{i}-{'x' * (i % 50)}", str(i))
         assert h == "trace=abc,n=1"
+    # the broker stored kcat's compressed batches as they came: they carry the codec (librdkafka
+    # sends a batch uncompressed when compressing would not make it smaller, so 0 may appear too)
+    from zkafka.records.batch import iter_headers
+
+    log_dir = Path(cluster.brokers[1].directory) / "logs" / f"{topic}-0"
+    stored = [h for seg in sorted(log_dir.glob("*.log")) for h in iter_headers(seg.read_bytes())]
+    codes = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+    compressions = [h.compression for h in stored]
+    assert set(compressions) <= {0, codes[codec]}
+    assert compressions.count(codes[codec]) > len(compressions) // 2, compressions
+    assert sum(h.records_count for h in stored) == N
 
 
 def test_kcat_metadata_and_offsets_for_times(cluster: LocalCluster) -> None:

@@ -240,7 +240,8 @@ def create_topic(port: int, name: str, configs: dict[str, str] | None = None) ->
 
 @pytest.fixture
 def topic(port: int, request: pytest.FixtureRequest) -> str:
-    name = f"wire-{request.node.name.replace('_', '-')[:60]}"
+    # the test's name (truncated) plus a counter: parametrized cases share a prefix
+    name = f"wire-{request.node.name.replace('_', '-').replace('[', '-').rstrip(']')[:56]}-{next(_ids)}"
     create_topic(port, name)
     return name
 
@@ -443,3 +444,24 @@ def test_produce_to_unknown_topic_without_auto_create(port: int) -> None:
         md = w.call(metadata_request(name), METADATA_V)
         assert [(t.name, t.error_code) for t in md.topics] == [(name, UNKNOWN_TOPIC_OR_PARTITION)]  # type: ignore[attr-defined]
         assert list_offset(w, name).error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_produce_v2_with_a_legacy_message_set_is_unsupported_for_message_format(
+    port: int, topic: str, magic: int
+) -> None:
+    """Produce 0-2 are advertised (librdkafka 2.0.2 compresses only when they are), but zkafka
+    stores RecordBatch v2 only: a real legacy message set (built by kafka-python) is answered with
+    UNSUPPORTED_FOR_MESSAGE_FORMAT (43), nothing is appended, and the connection goes on."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    legacy = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    legacy.append(0, timestamp=1000 if magic else None, key=b"k", value=b"legacy")
+    with Wire(port) as w:
+        before = latest(w, topic)
+        resp = w.call(produce_request(topic, bytes(legacy.build())), 2)
+        assert isinstance(resp, ProduceResponse)
+        [p] = resp.responses[0].partition_responses
+        assert p.error_code == 43
+        assert latest(w, topic) == before
+        assert produce(w, topic, batch(b"v2 still fine")).error_code == 0

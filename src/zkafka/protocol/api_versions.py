@@ -1,11 +1,20 @@
 """The ApiVersions table the broker advertises, and the answer to a version it cannot serve.
 
 Why these ranges (`reference/wire-protocol.md` §1.3): every version is non-flexible, so all
-five reference clients negotiate the classic encodings; Produce starts at 3 so the broker
-never has to accept legacy MessageSets; the group APIs start at 0 because librdkafka 2.0.2
-(kcat) enables its balanced consumer only if v0 is in range; Fetch 0-4 and ListOffsets 0 serve
-Burrow, which never negotiates. Advertising a version means clients will use it: keep this
+five reference clients negotiate the classic encodings; Produce starts at 0 because librdkafka
+2.0.2 (kcat) compresses with gzip, snappy or lz4 only if the broker's Produce range overlaps
+[0, 0] (it sends v7 with RecordBatch v2 all the same; newer librdkafka dropped that check): a
+request that really carries a legacy v0/v1 MessageSet is answered per partition with
+UNSUPPORTED_FOR_MESSAGE_FORMAT, as zkafka stores RecordBatch v2 only; the group APIs start at 0
+because librdkafka 2.0.2 enables its balanced consumer only if v0 is in range; Fetch 0-4 and
+ListOffsets 0 serve Burrow, which never negotiates. Advertising a version means clients will use it: keep this
 table to what the broker really serves.
+
+The exceptions are three admin APIs answered by the active controller only: ElectLeaders 0-2
+(v0 is preferred-only, v1 adds the election type and a top-level error, v2 is flexible; Kafka's
+admin client and librdkafka use v2 when offered) and AlterPartitionReassignments /
+ListPartitionReassignments 0 (KIP-455: flexible from their first version, so there is no
+classic encoding to offer). Only clients that know these APIs ever pick them.
 
 The unsupported-version answer (§3): when a client sends ApiVersions at a version above ours,
 Kafka replies with a v0 body (error UNSUPPORTED_VERSION plus the api table, no throttle
@@ -24,7 +33,7 @@ from zkafka.protocol.errors import ErrorCode
 from zkafka.protocol.messages import ApiVersionsResponse
 
 BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
-    ApiKey.PRODUCE: (3, 8),
+    ApiKey.PRODUCE: (0, 8),
     ApiKey.FETCH: (0, 11),
     ApiKey.LIST_OFFSETS: (0, 5),
     ApiKey.METADATA: (0, 8),
@@ -51,6 +60,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 1),
+    # Answered by the active controller only (NOT_CONTROLLER elsewhere); the flexible exceptions.
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 

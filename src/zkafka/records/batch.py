@@ -35,6 +35,7 @@ from crc32c import crc32c
 MAGIC_V2 = 2
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part of a batch not counted in batchLength
+MAGIC_OFFSET = 16  # baseOffset, batchLength, partitionLeaderEpoch (v0/v1: offset, size, crc)
 CRC_START = 21
 
 # Attribute bits
@@ -136,11 +137,16 @@ _make_header = BatchHeader._make
 
 def read_header(buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Decode the header at `position`; raises CorruptRecordError when it cannot be a v2 batch."""
-    if len(buf) - position < HEADER_SIZE:
-        raise CorruptRecordError(f"batch header truncated: {len(buf) - position} bytes < {HEADER_SIZE}")
+    available = len(buf) - position
+    # the magic byte sits at the same place in every message format: a legacy (v0/v1) message,
+    # often shorter than a v2 header, is named as such rather than called truncated
+    if available > MAGIC_OFFSET and buf[position + MAGIC_OFFSET] != MAGIC_V2:
+        raise InvalidRecordError(
+            f"unsupported record batch magic {buf[position + MAGIC_OFFSET]} (only v2 is accepted)"
+        )
+    if available < HEADER_SIZE:
+        raise CorruptRecordError(f"batch header truncated: {available} bytes < {HEADER_SIZE}")
     header = _make_header((*_HEADER.unpack_from(buf, position), position))
-    if header.magic != MAGIC_V2:
-        raise InvalidRecordError(f"unsupported record batch magic {header.magic} (only v2 is accepted)")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptRecordError(f"batch length {header.batch_length} is smaller than the v2 header")
     if header.last_offset_delta < 0 or header.records_count < 0:
