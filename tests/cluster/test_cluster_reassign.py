@@ -155,9 +155,16 @@ def test_generate_proposes_an_assignment_over_the_given_brokers(cluster: Cluster
         assert sorted(p["partition"] for p in proposed["partitions"]) == [0, 1, 2]
         for p in proposed["partitions"]:
             assert p["topic"] == topic and sorted(p["replicas"]) == [1, 3] and p["log_dirs"] == ["any", "any"]
-    # --execute and --verify need ZooKeeper: the brokers serve no reassignment API
-    refused = zkafka_cli(
+    # --verify of a plan nobody executed: nothing is moving and the replicas differ, so it failed
+    unexecuted = zkafka_cli(
         "reassign-partitions", "--bootstrap-server", cluster.bootstrap, "--verify",
         "--reassignment-json-file", str(_plan(tmp_path / "p.json", topic, [1])),
     )  # fmt: skip
-    assert refused.returncode == 1 and "use --zookeeper" in refused.stderr
+    assert unexecuted.returncode == 1
+    assert f"Reassignment of partition {topic}-0 failed: replicas are [1, 2]" in unexecuted.stdout
+    # --cancel exists only for the brokers' API: the legacy znode cannot cancel
+    refused = zkafka_cli(
+        "reassign-partitions", "--zookeeper", cluster.local.zookeeper_connect, "--cancel",
+        "--reassignment-json-file", str(tmp_path / "p.json"),
+    )  # fmt: skip
+    assert refused.returncode == 1 and "--cancel needs --bootstrap-server" in refused.stderr

@@ -1,20 +1,25 @@
-"""`zkafka leader-election`: move leadership back to the preferred replicas, with kafka-leader-election's
-flags.
+"""`zkafka leader-election`: elect preferred (or unclean) leaders, with kafka-leader-election's flags.
 
+    zkafka leader-election --bootstrap-server B --election-type preferred --all-topic-partitions
+    zkafka leader-election --bootstrap-server B --election-type unclean --topic T --partition P
+    zkafka leader-election --bootstrap-server B --election-type preferred --path-to-json-file parts.json
     zkafka leader-election --zookeeper Z --election-type preferred --all-topic-partitions
-    zkafka leader-election --zookeeper Z --election-type preferred --path-to-json-file parts.json
-    zkafka leader-election --zookeeper Z --election-type preferred --topic T --partition P
 
-The partitions are written to `/admin/preferred_replica_election` (the legacy ZooKeeper path); the
-controller reacts to its creation, elects each partition's first assigned replica if it is alive and
-in the ISR, and deletes the znode. The command waits for that deletion, then reads the partition
-state znodes and prints, as kafka-leader-election does, which partitions got their preferred leader,
-which had it already, and which could not get it (exit code 1 if any could not).
+`--bootstrap-server` (kafka-leader-election's only connection flag) sends ElectLeaders to the
+controller named in Metadata, which elects and answers per partition. As with Kafka,
+`--all-topic-partitions` asks for "every partition" and the answer lists only the partitions that
+needed an election, so a run with nothing to do prints nothing; named partitions whose leader is
+already right are reported as "Valid replica already elected".
+
+`--zookeeper` (preferred elections only) writes the partitions to `/admin/preferred_replica_election`
+(the legacy ZooKeeper path); the controller reacts to its creation, elects each partition's first
+assigned replica if it is alive and in the ISR, and deletes the znode. The command waits for that
+deletion, then reads the partition state znodes.
+
+Either way it prints, as kafka-leader-election does, which partitions got their new leader, which had
+it already, and which could not get it (exit code 1 if any could not).
 
 The JSON file is Kafka's: `{"partitions":[{"topic":"foo","partition":1},...]}`.
-
-Only preferred elections go through ZooKeeper; unclean elections and `--bootstrap-server` need the
-ElectLeaders API, which zkafka brokers do not serve yet, and are refused with a clear message.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from zkafka.cli.errors import CliError
 from zkafka.cli.reassign import open_zookeeper
+from zkafka.protocol import ErrorCode
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import AdminOperationInProgressError
 from zkafka.zk.model import LeaderIsrAndControllerEpoch, TopicPartition
@@ -36,9 +42,9 @@ __all__ = ["ElectionOutcome", "classify", "parse_partitions_json", "register"]
 
 ELECTION_TYPES = ("preferred", "unclean")
 POLL_INTERVAL_S = 0.2
-NOT_SERVED = (
-    "{what} needs the ElectLeaders API, which zkafka brokers do not serve yet; "
-    "preferred elections work with --zookeeper HOST:PORT[/chroot]"
+UNCLEAN_NEEDS_BROKERS = (
+    "an unclean election needs the ElectLeaders API: use --bootstrap-server HOST:PORT[,...] "
+    "(--zookeeper only triggers preferred elections)"
 )
 
 
@@ -116,13 +122,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers (not supported yet)")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
     p.add_argument(
         "--election-type",
         required=True,
         type=str.lower,
         choices=ELECTION_TYPES,
-        help="preferred (or unclean, which needs --bootstrap-server)",
+        help="preferred, or unclean (with --bootstrap-server)",
     )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
@@ -146,11 +152,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--partition cannot be negative")
     if args.timeout <= 0:
         raise CliError("--timeout must be positive")
-    if args.bootstrap_server is not None:
-        raise CliError(NOT_SERVED.format(what="--bootstrap-server"))
-    if args.election_type != "preferred":
-        raise CliError(NOT_SERVED.format(what="an unclean election"))
+    if args.bootstrap_server is None and args.election_type != "preferred":
+        raise CliError(UNCLEAN_NEEDS_BROKERS)
     requested = _requested(args)
+    if args.bootstrap_server is not None:
+        return _elect_via_brokers(args.bootstrap_server, args.election_type, requested, args.timeout)
     with open_zookeeper(args.zookeeper) as zk:
         return _elect(zk, requested, args.timeout)
 
@@ -204,6 +210,43 @@ def _elect(zk: KafkaZkClient, requested: list[TopicPartition] | None, timeout_s:
         print(f"Error completing leader election (PREFERRED) for partition: {tp.topic}-{tp.partition}: {why}")
     if outcome.failed:
         raise CliError(f"{len(outcome.failed)} replica(s) could not be elected")
+    return 0
+
+
+def _elect_via_brokers(
+    bootstrap: str, election_type: str, requested: list[TopicPartition] | None, timeout_s: float
+) -> int:
+    from zkafka.cli.topics import client_errors
+    from zkafka.client.admin import ElectionType
+    from zkafka.client.sync import SyncAdminClient
+    from zkafka.client.types import TopicPartition as ClientTopicPartition
+
+    kind = ElectionType[election_type.upper()]
+    partitions = (
+        None if requested is None else [ClientTopicPartition(tp.topic, tp.partition) for tp in requested]
+    )
+    with client_errors(), SyncAdminClient(bootstrap, request_timeout_ms=int(timeout_s * 1000)) as admin:
+        results = admin.elect_leaders(partitions, kind, timeout_ms=int(timeout_s * 1000))
+    succeeded = sorted(tp for tp, e in results.items() if e is None)
+    noop = sorted(
+        tp for tp, e in results.items() if e is not None and e.code == ErrorCode.ELECTION_NOT_NEEDED
+    )
+    failed = {
+        tp: e
+        for tp, e in sorted(results.items())
+        if e is not None and e.code != ErrorCode.ELECTION_NOT_NEEDED
+    }
+    if succeeded:
+        print(f"Successfully completed leader election ({kind.name}) for partitions {_names(succeeded)}")
+    if noop:
+        print(f"Valid replica already elected for partitions {_names(noop)}")
+    for tp, e in failed.items():
+        print(
+            f"Error completing leader election ({kind.name}) for partition: {tp.topic}-{tp.partition}: "
+            f"{e.code.name}: {e.message}"
+        )
+    if failed:
+        raise CliError(f"{len(failed)} replica(s) could not be elected")
     return 0
 
 

@@ -16,9 +16,11 @@ flags and JSON formats.
 * `--verify` reports each partition of the plan as completed, still in progress, or failed (replicas
   differ from the plan and nothing is moving) and exits 1 unless all are completed.
 
-`--execute` and `--verify` need `--zookeeper`: zkafka brokers do not serve the
-AlterPartitionReassignments / ListPartitionReassignments APIs, so `--bootstrap-server` cannot start or
-follow a reassignment and is refused with a clear message.
+With `--bootstrap-server` (Kafka's way since 2.4, KIP-455) the plan goes to the controller through
+AlterPartitionReassignments and the progress comes from ListPartitionReassignments plus Metadata:
+`--execute` refuses while other reassignments run unless `--additional` is given, `--verify` reports
+as above, and `--cancel` reverts the plan's partitions that are still moving to their original
+replicas. `--zookeeper` has no `--cancel` (the legacy znode cannot cancel).
 
 JSON formats (Kafka's): topics to move `{"version":1,"topics":[{"topic":"foo"}]}`; a plan
 `{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`
@@ -32,7 +34,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -60,6 +62,7 @@ __all__ = [
     "parse_reassignment_plan",
     "parse_topics_to_move",
     "partition_progress",
+    "progress_from_brokers",
     "propose_assignment",
     "register",
 ]
@@ -68,10 +71,9 @@ Plan = dict[TopicPartition, tuple[int, ...]]
 ANY_LOG_DIR = "any"
 CONNECT_TIMEOUT_S = 15.0
 POLL_INTERVAL_S = 0.5
-BOOTSTRAP_UNSUPPORTED = (
-    "{action} with --bootstrap-server needs the AlterPartitionReassignments/ListPartitionReassignments "
-    "APIs, which zkafka brokers do not serve yet; use --zookeeper HOST:PORT[/chroot] instead"
-)
+METADATA_GRACE_S = 5.0
+"""--wait with --bootstrap-server: how long a finished reassignment may still look unfinished in
+Metadata (the brokers learn the final replicas a moment after the controller is done)."""
 
 
 # -- parsing and formatting (pure) -------------------------------------------------------------------
@@ -336,16 +338,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers (--generate only)")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true", help="propose an assignment (changes nothing)")
     action.add_argument("--execute", action="store_true", help="start the reassignment of a plan")
     action.add_argument("--verify", action="store_true", help="report the progress of a plan")
+    action.add_argument(
+        "--cancel", action="store_true", help="cancel the plan's reassignments (--bootstrap-server only)"
+    )
     p.add_argument("--topics-to-move-json-file", type=Path, metavar="FILE", help="--generate: the topics")
     p.add_argument("--broker-list", metavar="1,2,3", help="--generate: the brokers to place replicas on")
     p.add_argument("--disable-rack-aware", action="store_true", help="--generate: ignore broker racks")
     p.add_argument("--reassignment-json-file", type=Path, metavar="FILE", help="--execute/--verify: the plan")
     p.add_argument("--wait", action="store_true", help="--execute: show progress until it is done")
+    p.add_argument(
+        "--additional",
+        action="store_true",
+        help="--execute with --bootstrap-server: start even though other reassignments are running",
+    )
     p.add_argument(
         "--timeout", type=float, default=300.0, metavar="S", help="--wait: give up after S seconds (300)"
     )
@@ -358,15 +368,20 @@ def run(args: argparse.Namespace) -> int:
         if args.topics_to_move_json_file is None or args.broker_list is None:
             raise CliError("--generate needs --topics-to-move-json-file and --broker-list")
         return _generate(args)
+    action = "execute" if args.execute else "verify" if args.verify else "cancel"
     if args.reassignment_json_file is None:
-        raise CliError(f"--{'execute' if args.execute else 'verify'} needs --reassignment-json-file")
+        raise CliError(f"--{action} needs --reassignment-json-file")
     if args.wait and not args.execute:
         raise CliError("--wait is only valid with --execute")
+    if args.additional and not args.execute:
+        raise CliError("--additional is only valid with --execute")
     if args.timeout <= 0:
         raise CliError("--timeout must be positive")
+    if args.bootstrap_server is None and (args.cancel or args.additional):
+        raise CliError(f"--{'cancel' if args.cancel else 'additional'} needs --bootstrap-server")
     plan = parse_reassignment_plan(_read(args.reassignment_json_file))
     if args.bootstrap_server is not None:
-        raise CliError(BOOTSTRAP_UNSUPPORTED.format(action="--execute" if args.execute else "--verify"))
+        return _run_via_brokers(args, plan)
     with open_zookeeper(args.zookeeper) as zk:
         if args.execute:
             return _execute(zk, plan, wait=args.wait, timeout_s=args.timeout)
@@ -479,25 +494,32 @@ def _names(tps: Iterable[TopicPartition]) -> str:
 def _wait(zk: KafkaZkClient, plan: Plan, timeout_s: float) -> int:
     """Live table until the controller deleted /admin/reassign_partitions and no partition of the plan
     is moving; then the verify report."""
+
+    def poll() -> tuple[list[PartitionProgress], bool]:
+        progress = partition_progress(zk, plan)
+        moving = any(p.status is Status.IN_PROGRESS for p in progress)
+        return progress, not moving and zk.get_partition_reassignment() is None
+
+    return _show_progress(poll, timeout_s)
+
+
+def _show_progress(poll: Callable[[], tuple[list[PartitionProgress], bool]], timeout_s: float) -> int:
+    """Live progress table, refreshed from `poll()` (progress, finished) until finished or the
+    timeout; then the verify report."""
     from rich.console import Console
     from rich.live import Live
 
     console = Console(stderr=True)
     deadline = time.monotonic() + timeout_s
-    progress = partition_progress(zk, plan)
+    progress, done = poll()
     with Live(_progress_table(progress), console=console, refresh_per_second=4, transient=False) as live:
-        while True:
-            done = zk.get_partition_reassignment() is None and all(
-                p.status is not Status.IN_PROGRESS for p in progress
-            )
-            if done:
-                break
+        while not done:
             if time.monotonic() > deadline:
                 live.update(_progress_table(progress))
                 console.print(f"[red]reassignment not finished after {timeout_s:g} s[/red]")
                 return 1
             time.sleep(POLL_INTERVAL_S)
-            progress = partition_progress(zk, plan)
+            progress, done = poll()
             live.update(_progress_table(progress))
     return _report(progress)
 
@@ -545,3 +567,133 @@ def _report(progress: Sequence[PartitionProgress]) -> int:
                 f"the plan asks for {list(p.target)}."
             )
     return 0 if all(p.status is Status.COMPLETED for p in progress) else 1
+
+
+# -- through the brokers (KIP-455 APIs) -----------------------------------------------------------------
+
+
+def _run_via_brokers(args: argparse.Namespace, plan: Plan) -> int:
+    from zkafka.cli.topics import client_errors
+    from zkafka.client.sync import SyncAdminClient
+
+    with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
+        if args.execute:
+            return _execute_via_brokers(
+                admin, plan, additional=args.additional, wait=args.wait, timeout_s=args.timeout
+            )
+        if args.cancel:
+            return _cancel_via_brokers(admin, plan)
+        return _report(progress_from_brokers(admin, plan))
+
+
+def _client_tps(tps: Iterable[TopicPartition]) -> list[Any]:
+    from zkafka.client.types import TopicPartition as ClientTopicPartition
+
+    return [ClientTopicPartition(tp.topic, tp.partition) for tp in tps]
+
+
+def _failures(results: Mapping[Any, Any]) -> list[str]:
+    return [
+        f"  {tp.topic}-{tp.partition}: {e.code.name}: {e.message}"
+        for tp, e in sorted(results.items())
+        if e is not None
+    ]
+
+
+def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool, timeout_s: float) -> int:
+    described = admin.describe_topics(None)
+    missing = sorted(
+        f"{tp.topic}-{tp.partition}"
+        for tp in plan
+        if tp.topic not in described or tp.partition not in described[tp.topic].partitions
+    )
+    if missing:
+        raise CliError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
+    if admin.list_partition_reassignments() and not additional:
+        raise CliError(
+            "Cannot execute because there is an existing partition assignment. Use --additional to "
+            "override this and create a new partition assignment in addition to the existing one."
+        )
+    live = {b.node_id for b in admin.describe_cluster().brokers}
+    unknown = sorted({b for replicas in plan.values() for b in replicas} - live)
+    if unknown:
+        raise CliError(f"The proposed assignment contains non-existent brokerIDs: {unknown}")
+    current = {tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan}
+    print("Current partition replica assignment")
+    print()
+    print(format_plan(current))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+    targets = dict(zip(_client_tps(plan), plan.values(), strict=True))
+    errors = _failures(admin.alter_partition_reassignments(targets))
+    if errors:
+        raise CliError("Error reassigning partition(s):\n" + "\n".join(errors))
+    print(f"Successfully started partition reassignments for {_names(plan)}")
+    if not wait:
+        return 0
+    settled_since: list[float] = []
+
+    def poll() -> tuple[list[PartitionProgress], bool]:
+        progress = progress_from_brokers(admin, plan)
+        if any(p.status is Status.IN_PROGRESS for p in progress):
+            settled_since.clear()
+            return progress, False
+        if all(p.status is Status.COMPLETED for p in progress):
+            return progress, True
+        # Nothing moves any more, but this broker's metadata may not show the final replicas yet.
+        settled_since[:] = settled_since or [time.monotonic()]
+        return progress, time.monotonic() - settled_since[0] > METADATA_GRACE_S
+
+    return _show_progress(poll, timeout_s)
+
+
+def _cancel_via_brokers(admin: Any, plan: Plan) -> int:
+    ongoing = admin.list_partition_reassignments(_client_tps(plan))
+    if ongoing:
+        errors = _failures(admin.alter_partition_reassignments(dict.fromkeys(ongoing)))
+        if errors:
+            raise CliError("Error cancelling partition reassignment(s):\n" + "\n".join(errors))
+    cancelled = [TopicPartition(tp.topic, tp.partition) for tp in ongoing]
+    if cancelled:
+        print(f"Successfully cancelled partition reassignments for: {_names(cancelled)}")
+    else:
+        print("None of the specified partition reassignments are active.")
+    return 0
+
+
+def progress_from_brokers(
+    admin: Any, plan: Mapping[TopicPartition, Sequence[int]]
+) -> list[PartitionProgress]:
+    """`partition_progress` from the brokers: ListPartitionReassignments names the partitions in
+    progress, Metadata their replicas, leader and ISR."""
+    ongoing = {
+        TopicPartition(tp.topic, tp.partition): r
+        for tp, r in admin.list_partition_reassignments(_client_tps(plan)).items()
+    }
+    described = admin.describe_topics(None)
+    out = []
+    for tp in sorted(plan):
+        target = tuple(plan[tp])
+        topic = described.get(tp.topic)
+        meta = topic.partitions.get(tp.partition) if topic is not None else None
+        moving = ongoing.get(tp)
+        if moving is not None:
+            replicas, adding, removing = moving.replicas, moving.adding_replicas, moving.removing_replicas
+            status = Status.IN_PROGRESS
+        else:
+            replicas = tuple(meta.replicas) if meta is not None else ()
+            adding = removing = ()
+            status = Status.COMPLETED if replicas == target else Status.FAILED
+        out.append(
+            PartitionProgress(
+                tp,
+                target,
+                tuple(replicas),
+                tuple(adding),
+                tuple(removing),
+                meta.leader if meta is not None else None,
+                tuple(meta.isr) if meta is not None else (),
+                status,
+            )
+        )
+    return out

@@ -5,8 +5,10 @@ Batch calls (`create_topics`, `delete_topics`, `create_partitions`) return one r
 None for success or the broker's `KafkaError` (its code and, when sent, its message), so a tool
 can report each topic; the singular forms (`create_topic`, ...) raise instead.
 
-CreateTopics, DeleteTopics and CreatePartitions go to the controller named in Metadata and are
-retried there when the broker answers NOT_CONTROLLER (the controller moved meanwhile).
+CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterPartitionReassignments and
+ListPartitionReassignments go to the controller named in Metadata and are retried there when the
+broker answers NOT_CONTROLLER (the controller moved meanwhile). `elect_leaders` and
+`alter_partition_reassignments` answer per partition like the batch calls.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from zkafka.client.cluster import BrokerMetadata, Cluster, TopicMetadata
 from zkafka.client.connection import ConnectionError_
@@ -28,6 +30,8 @@ from zkafka.protocol import ErrorCode, KafkaError, Message
 from zkafka.protocol.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -36,11 +40,18 @@ from zkafka.protocol.messages import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 
 DEFAULT_TIMEOUT_MS = 30_000
+K = TypeVar("K")
+_WHOLE = "<the whole request>"
+"""The one key of a request whose answer is all or nothing (see `_ask_controller`)."""
 
 
 # -- value types -----------------------------------------------------------------------------------
@@ -142,6 +153,24 @@ class ConfigEntry:
         if self.source == ConfigSource.UNKNOWN:  # DescribeConfigs v0 tells only "default or not"
             return not self.is_default and not self.read_only
         return self.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)
+
+
+class ElectionType(IntEnum):
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """A reassignment in progress: `replicas` is target + original, as in the topic znode."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 @dataclass(frozen=True)
@@ -337,15 +366,15 @@ class AdminClient:
 
     async def _to_controller(
         self,
-        names: list[str],
-        build: Callable[[list[str]], Message],
-        results: Callable[[Message], dict[str, KafkaError | None]],
+        names: list[K],
+        build: Callable[[list[K]], Message],
+        results: Callable[[Message], dict[K, KafkaError | None]],
         timeout_ms: int,
-    ) -> dict[str, KafkaError | None]:
-        """Send `build(names)` to the controller; names answered NOT_CONTROLLER (or lost with a
-        broken connection) are sent again to the controller Metadata names next."""
+    ) -> dict[K, KafkaError | None]:
+        """Send `build(names)` to the controller; names (topics, partitions) answered NOT_CONTROLLER
+        (or lost with a broken connection) are sent again to the controller Metadata names next."""
         deadline = time.monotonic() + max(timeout_ms / 1000, self.cluster.request_timeout) + 5
-        out: dict[str, KafkaError | None] = {}
+        out: dict[K, KafkaError | None] = {}
         pending = names
         refresh = False
         while pending:
@@ -365,9 +394,7 @@ class AdminClient:
             answered = results(resp)
             retry = []
             for name in pending:
-                err = answered.get(
-                    name, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"no answer for {name!r}")
-                )
+                err = answered.get(name, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"no answer for {name}"))
                 if err is not None and err.code == ErrorCode.NOT_CONTROLLER and time.monotonic() < deadline:
                     retry.append(name)
                 else:
@@ -377,6 +404,139 @@ class AdminClient:
                 refresh = True
                 await asyncio.sleep(self.cluster.retry_backoff)
         return {n: out[n] for n in names}
+
+    async def _ask_controller(
+        self, request: Message, error: Callable[[Message], KafkaError | None], timeout_ms: int
+    ) -> Message:
+        """Send `request` to the controller, again while `error(answer)` says NOT_CONTROLLER;
+        the last answer (raises a KafkaError other than NOT_CONTROLLER)."""
+        answers: list[Message] = []
+
+        def results(resp: Message) -> dict[str, KafkaError | None]:
+            answers.append(resp)
+            return {_WHOLE: error(resp)}
+
+        outcome = (await self._to_controller([_WHOLE], lambda _: request, results, timeout_ms))[_WHOLE]
+        if outcome is not None:
+            raise outcome
+        return answers[-1]
+
+    # -- leaders and reassignments -------------------------------------------------------------
+    async def elect_leaders(
+        self,
+        partitions: Iterable[TopicPartition] | None = None,
+        election_type: ElectionType | int = ElectionType.PREFERRED,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Elect the preferred (or, UNCLEAN, any live even out-of-sync) replica as leader. Per
+        partition None (elected) or the broker's error: ELECTION_NOT_NEEDED when the leader is
+        already right, PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        UNKNOWN_TOPIC_OR_PARTITION. `partitions` None = every partition; the answer then lists
+        only those that needed an election (as Kafka's)."""
+        kind = ElectionType(election_type)
+
+        def build(batch: list[TopicPartition] | None) -> ElectLeadersRequest:
+            return ElectLeadersRequest(
+                election_type=kind,
+                topic_partitions=None if batch is None else _by_topic(batch, _election_entry),
+                timeout_ms=timeout_ms,
+            )
+
+        if partitions is None:
+
+            def not_controller(resp: Message) -> KafkaError | None:
+                assert isinstance(resp, ElectLeadersResponse)
+                if resp.error_code != ErrorCode.NONE:
+                    return _error_or_none(resp.error_code, None, "leader election")
+                if any(
+                    e is not None and e.code == ErrorCode.NOT_CONTROLLER for e in _elections(resp).values()
+                ):
+                    return KafkaError(ErrorCode.NOT_CONTROLLER, "not the controller")
+                return None
+
+            resp = await self._ask_controller(build(None), not_controller, timeout_ms)
+            assert isinstance(resp, ElectLeadersResponse)
+            return _elections(resp)
+
+        wanted = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
+
+        def results(resp: Message) -> dict[TopicPartition, KafkaError | None]:
+            assert isinstance(resp, ElectLeadersResponse)
+            if resp.error_code != ErrorCode.NONE:
+                return dict.fromkeys(wanted, _error_or_none(resp.error_code, None, "leader election"))
+            return _elections(resp)
+
+        return await self._to_controller(wanted, build, results, timeout_ms)
+
+    async def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """Start (target replicas) or cancel (None) reassignments. Per partition None (accepted;
+        the controller carries on moving the data) or the broker's error: INVALID_REPLICA_ASSIGNMENT,
+        NO_REASSIGNMENT_IN_PROGRESS (nothing to cancel), UNKNOWN_TOPIC_OR_PARTITION."""
+        targets = {TopicPartition(*tp): None if r is None else list(r) for tp, r in reassignments.items()}
+        Req = AlterPartitionReassignmentsRequest
+
+        def build(batch: list[TopicPartition]) -> AlterPartitionReassignmentsRequest:
+            by_topic: dict[str, list[Req.ReassignablePartition]] = defaultdict(list)
+            for tp in batch:
+                by_topic[tp.topic].append(
+                    Req.ReassignablePartition(partition_index=tp.partition, replicas=targets[tp])
+                )
+            return Req(
+                timeout_ms=timeout_ms,
+                topics=[Req.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+
+        def results(resp: Message) -> dict[TopicPartition, KafkaError | None]:
+            assert isinstance(resp, AlterPartitionReassignmentsResponse)
+            if resp.error_code != ErrorCode.NONE:
+                return dict.fromkeys(
+                    targets, _error_or_none(resp.error_code, resp.error_message, "reassignment")
+                )
+            return {
+                TopicPartition(t.name, p.partition_index): _error_or_none(
+                    p.error_code, p.error_message, f"{t.name}-{p.partition_index}"
+                )
+                for t in resp.responses
+                for p in t.partitions
+            }
+
+        return await self._to_controller(list(targets), build, results, timeout_ms)
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (among `partitions`; all when None). A partition that is
+        not being reassigned (or does not exist) is simply absent."""
+        Req = ListPartitionReassignmentsRequest
+        request = Req(
+            timeout_ms=timeout_ms,
+            topics=None
+            if partitions is None
+            else _by_topic(
+                partitions,
+                lambda topic, ids: Req.ListPartitionReassignmentsTopics(name=topic, partition_indexes=ids),
+            ),
+        )
+
+        def error(resp: Message) -> KafkaError | None:
+            assert isinstance(resp, ListPartitionReassignmentsResponse)
+            return _error_or_none(resp.error_code, resp.error_message, "listing reassignments")
+
+        resp = await self._ask_controller(request, error, timeout_ms)
+        assert isinstance(resp, ListPartitionReassignmentsResponse)
+        return {
+            TopicPartition(t.name, p.partition_index): PartitionReassignment(
+                tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas)
+            )
+            for t in resp.topics
+            for p in t.partitions
+        }
 
     # -- configs ---------------------------------------------------------------------------------
     async def describe_configs(
@@ -521,6 +681,28 @@ def _names(names: Iterable[str]) -> list[str]:
         if not isinstance(name, str) or not name:
             raise ConfigError(f"topic names must be non-empty strings, got {name!r}")
     return out
+
+
+def _by_topic(partitions: Iterable[TopicPartition], make: Callable[[str, list[int]], Any]) -> list[Any]:
+    """Request entries `make(topic, [partition ids])`, one per topic."""
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for tp in partitions:
+        grouped[tp.topic].append(tp.partition)
+    return [make(topic, ids) for topic, ids in grouped.items()]
+
+
+def _election_entry(topic: str, ids: list[int]) -> ElectLeadersRequest.TopicPartitions:
+    return ElectLeadersRequest.TopicPartitions(topic=topic, partitions=ids)
+
+
+def _elections(resp: ElectLeadersResponse) -> dict[TopicPartition, KafkaError | None]:
+    return {
+        TopicPartition(r.topic, p.partition_id): _error_or_none(
+            p.error_code, p.error_message, f"{r.topic}-{p.partition_id}"
+        )
+        for r in resp.replica_election_results
+        for p in r.partition_result
+    }
 
 
 def _ready(topic: TopicMetadata | None, count: int) -> bool:

@@ -109,6 +109,9 @@ class SyncAdminClient(_SyncClient):
     replace_configs = _blocking(AdminClient.replace_configs)
     list_offsets = _blocking(AdminClient.list_offsets)
     topic_offsets = _blocking(AdminClient.topic_offsets)
+    elect_leaders = _blocking(AdminClient.elect_leaders)
+    alter_partition_reassignments = _blocking(AdminClient.alter_partition_reassignments)
+    list_partition_reassignments = _blocking(AdminClient.list_partition_reassignments)
 
 
 class SyncProducer(_SyncClient):

@@ -13,6 +13,7 @@ from zkafka.server.apis import (
     leader_epochs,
     list_offsets,
     metadata,
+    partition_admin,
     produce,
     producer_ids,
     topics,
@@ -46,4 +47,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_GROUPS: groups.handle_list_groups,
     ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
 }
