@@ -371,3 +371,27 @@ def test_iter_batches_and_closed_log(tmp_path: Path) -> None:
 
     with pytest.raises(LogClosedError):
         log.read(0, 10)
+
+
+def test_a_log_holds_one_descriptor_whatever_its_indexes_do(tmp_path: Path) -> None:
+    """Indexes open their files per write: a broker with thousands of replicas needs one descriptor
+    per replica (its active `.log`), not three (benchmarks/failover_bench.py hit EMFILE at 6,667)."""
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    logs = [Log(tmp_path / f"t-{i}", LogConfig(index_interval_bytes=1)) for i in range(20)]
+    for log in logs:
+        for _ in range(3):
+            append(log, batch(2, value_size=50))
+        log.flush()  # index entries written and fsynced
+        log.truncate_to(2)  # index truncated on disk
+        append(log, batch(1, value_size=50))
+    assert open_fds() - before == len(logs)
+    for log in logs:
+        log.close()
+    assert open_fds() == before
+    reopened = Log(tmp_path / "t-0", LogConfig(index_interval_bytes=1))
+    assert [r.offset for r in all_records(reopened)] == [0, 1, 2]
+    reopened.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
             config = config.with_overrides(dict(_split(o) for o in args.override))
     except (ConfigError, OSError) as e:
         raise CliError(f"cannot start: {e}") from None
+    _raise_open_files_limit()
     try:
         import uvloop
 
@@ -35,6 +37,20 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:  # pragma: no cover - uvloop is a dependency; stay runnable without it
         pass
     return asyncio.run(_serve(config))
+
+
+def _raise_open_files_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit, as the JVM does for a Kafka broker by default
+    (-XX:+MaxFDLimit): every replica keeps its active segment open and every client a socket, so
+    a broker with thousands of partitions needs more than the usual soft limit of 1,024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as e:  # a container may refuse; run with what we have
+            log.warning("could not raise the open files limit from %d to %d: %s", soft, hard, e)
+            return
+    log.info("open files limit: %d", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def _split(text: str) -> tuple[str, str]:

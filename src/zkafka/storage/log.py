@@ -884,11 +884,8 @@ class Log:
             self._closed = True
             for seg in [*self._segments, *(s for _, s in self._pending_deletes)]:
                 seg.closed = True
-                for idx in (seg.index, seg.time_index):
-                    idx._pending.clear()
-                    if idx._fd is not None:
-                        os.close(idx._fd)
-                        idx._fd = None
+                seg.index.discard_pending()
+                seg.time_index.discard_pending()
                 if seg._fd is not None:
                     os.close(seg._fd)
                     seg._fd = None
