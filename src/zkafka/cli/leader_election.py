@@ -117,7 +117,7 @@ def classify(
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "leader-election",
-        help="elect preferred leaders (like kafka-leader-election)",
+        help="elect preferred or unclean leaders (like kafka-leader-election)",
         description="Move partition leadership to the preferred replicas (kafka-leader-election's flags).",
     )
     where = p.add_mutually_exclusive_group(required=True)
