@@ -34,7 +34,7 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -448,28 +448,38 @@ def _from_brokers(
     return current, {b.node_id: b.rack for b in cluster.brokers}
 
 
-def _execute(zk: KafkaZkClient, plan: Plan, *, wait: bool, timeout_s: float) -> int:
-    assignments = zk.get_topic_assignments({tp.topic for tp in plan})
+def _check_partitions_exist(plan: Plan, partitions: Mapping[str, Container[int]]) -> None:
     missing = sorted(
         f"{tp.topic}-{tp.partition}"
         for tp in plan
-        if tp.topic not in assignments or tp.partition not in assignments[tp.topic].partitions
+        if tp.topic not in partitions or tp.partition not in partitions[tp.topic]
     )
     if missing:
         raise CliError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
-    # Kafka's order: a running reassignment is reported before the plan's brokers are checked
-    if zk.get_partition_reassignment() is not None:
-        raise CliError(_in_progress_message())
-    registered = set(zk.get_all_broker_ids())
-    unknown = sorted({b for replicas in plan.values() for b in replicas} - registered)
+
+
+def _check_brokers_exist(plan: Plan, brokers: set[int]) -> None:
+    unknown = sorted({b for replicas in plan.values() for b in replicas} - brokers)
     if unknown:
         raise CliError(f"The proposed assignment contains non-existent brokerIDs: {unknown}")
-    current = {tp: tuple(assignments[tp.topic].replicas(tp.partition)) for tp in plan}
+
+
+def _print_rollback_plan(current: Plan) -> None:
     print("Current partition replica assignment")
     print()
     print(format_plan(current))
     print()
     print("Save this to use as the --reassignment-json-file option during rollback")
+
+
+def _execute(zk: KafkaZkClient, plan: Plan, *, wait: bool, timeout_s: float) -> int:
+    assignments = zk.get_topic_assignments({tp.topic for tp in plan})
+    _check_partitions_exist(plan, {t: a.partitions for t, a in assignments.items()})
+    # Kafka's order: a running reassignment is reported before the plan's brokers are checked
+    if zk.get_partition_reassignment() is not None:
+        raise CliError(_in_progress_message())
+    _check_brokers_exist(plan, set(zk.get_all_broker_ids()))
+    _print_rollback_plan({tp: tuple(assignments[tp.topic].replicas(tp.partition)) for tp in plan})
     try:
         zk.create_partition_reassignment(plan)
     except AdminOperationInProgressError:
@@ -602,28 +612,14 @@ def _failures(results: Mapping[Any, Any]) -> list[str]:
 
 def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool, timeout_s: float) -> int:
     described = admin.describe_topics(None)
-    missing = sorted(
-        f"{tp.topic}-{tp.partition}"
-        for tp in plan
-        if tp.topic not in described or tp.partition not in described[tp.topic].partitions
-    )
-    if missing:
-        raise CliError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
+    _check_partitions_exist(plan, {t: d.partitions for t, d in described.items()})
     if admin.list_partition_reassignments() and not additional:
         raise CliError(
             "Cannot execute because there is an existing partition assignment. Use --additional to "
             "override this and create a new partition assignment in addition to the existing one."
         )
-    live = {b.node_id for b in admin.describe_cluster().brokers}
-    unknown = sorted({b for replicas in plan.values() for b in replicas} - live)
-    if unknown:
-        raise CliError(f"The proposed assignment contains non-existent brokerIDs: {unknown}")
-    current = {tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan}
-    print("Current partition replica assignment")
-    print()
-    print(format_plan(current))
-    print()
-    print("Save this to use as the --reassignment-json-file option during rollback")
+    _check_brokers_exist(plan, {b.node_id for b in admin.describe_cluster().brokers})
+    _print_rollback_plan({tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan})
     targets = dict(zip(_client_tps(plan), plan.values(), strict=True))
     errors = _failures(admin.alter_partition_reassignments(targets))
     if errors:
