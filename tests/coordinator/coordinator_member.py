@@ -52,22 +52,26 @@ def stdin_watcher() -> threading.Event:
     return stop
 
 
+def python_client_settings(bootstrap: str, group: str) -> dict[str, object]:
+    """kafka-python and aiokafka take the same consumer settings."""
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "client_id": f"member-{group}",
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
+        "max_poll_records": MAX_POLL_RECORDS,
+    }
+
+
 def run_kafka_python(bootstrap: str, group: str, topic: str) -> None:
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
     stop = stdin_watcher()
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        client_id=f"member-{group}",
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
-        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        max_poll_records=MAX_POLL_RECORDS,
-    )
+    consumer = KafkaConsumer(topic, **python_client_settings(bootstrap, group))
     say(["started"])
     assignment = Assignment()
     try:
@@ -134,17 +138,7 @@ def run_aiokafka(bootstrap: str, group: str, topic: str) -> None:
 
         loop = asyncio.get_running_loop()
         stdin_closed = loop.run_in_executor(None, sys.stdin.read)
-        consumer = AIOKafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            client_id=f"member-{group}",
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-            max_poll_records=MAX_POLL_RECORDS,
-        )
+        consumer = AIOKafkaConsumer(topic, **python_client_settings(bootstrap, group))
         await consumer.start()
         say(["started"])
         assignment = Assignment()
