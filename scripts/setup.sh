@@ -7,10 +7,12 @@ PY=${PYTHON:-python3}
 VENV=.venv
 STAMP=$VENV/.installed
 
-# Debian packages: the ZooKeeper server (required) and kcat (a librdkafka client the tests drive).
+# Debian packages: the ZooKeeper server (required), and kcat (a librdkafka client) and Burrow (LinkedIn's
+# lag monitor), third-party tools the tests drive against the cluster.
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] && [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+[ -x /usr/bin/Burrow ] || missing+=(burrow)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" != 0 ]; then
