@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ from kazoo.exceptions import NoNodeError
 from zkafka.records.batch import iter_headers
 from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import wait_until_ready
+from zkafka.testing.polling import wait_for
 from zkafka.testing.zookeeper import new_chroot
 from zkafka.zk.server import ZooKeeperServer
 
@@ -45,22 +46,6 @@ FAST = {
 
 def topic_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll `check` until it returns something truthy (which is returned); fail naming `what`."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = check()
-            if last:
-                return last
-        except (NoNodeError, ConnectionError, OSError) as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
-        time.sleep(interval)
 
 
 class Cluster:

@@ -19,19 +19,19 @@ import subprocess
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from zkafka.client.admin import AdminClient
-from zkafka.client.producer import Producer
 from zkafka.client.types import TopicPartition
 from zkafka.client.zk_consumer import ZookeeperConsumer
 from zkafka.server.launcher import LocalCluster
-from zkafka.testing.cluster import running_cluster
+from zkafka.testing.cluster import make_topic, running_cluster
+from zkafka.testing.polling import wait_for
+from zkafka.zk.connect import parse_connect_string
 from zkafka.zk.server import ZooKeeperServer, free_port
 
 BURROW = shutil.which("Burrow") or "/usr/bin/Burrow"
@@ -52,25 +52,6 @@ def cluster(
 
 def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
-
-
-async def make_topic(cluster: LocalCluster, topic: str) -> None:
-    async with AdminClient(cluster.bootstrap_servers) as admin:
-        await admin.create_topic(topic, PARTITIONS, 1)
-    async with Producer(cluster.bootstrap_servers, linger_ms=5) as producer:
-        for i in range(PARTITIONS * PER_PARTITION):
-            await producer.send(topic, str(i).encode(), partition=i % PARTITIONS)
-        await producer.flush()
 
 
 @contextmanager
@@ -131,12 +112,11 @@ class Burrow:
     """One Burrow process configured for one zkafka cluster, and its HTTP API."""
 
     def __init__(self, cluster: LocalCluster, directory: Path, kafka_version: str) -> None:
-        connect = cluster.zookeeper_connect
-        hosts, _, chroot = connect.partition("/")
+        connect = parse_connect_string(cluster.zookeeper_connect)
         self.port = free_port()
         self.directory = directory
         broker = json.dumps(cluster.bootstrap_servers.split(","))
-        zookeepers = json.dumps(hosts.split(","))
+        zookeepers = json.dumps(connect.hosts.split(","))
         (directory / "burrow.toml").write_text(
             f"""
 [general]
@@ -173,7 +153,7 @@ start-latest=false
 class-name="kafka_zk"
 cluster="local"
 servers={zookeepers}
-zookeeper-path="/{chroot}"
+zookeeper-path="{connect.chroot or ""}"
 zookeeper-timeout=6
 
 [httpserver.default]
@@ -225,7 +205,7 @@ def test_burrow_sees_both_kinds_of_group_with_zkafkas_lag(
     if not Path(BURROW).exists():
         pytest.fail("Burrow is not installed: `make setup` installs Debian's burrow package")
     topic = name("lag")
-    asyncio.run(make_topic(cluster, topic))
+    asyncio.run(make_topic(cluster, topic, PARTITIONS, records=PARTITIONS * PER_PARTITION))
     coordinator_group, zookeeper_group = name("burrow-coord"), name("burrow-zk")
     coordinator_offsets = {p: 2 * p + 1 for p in range(PARTITIONS)}  # lag 9, 7, 5, 3
     zookeeper_offsets = {p: PER_PARTITION - p for p in range(PARTITIONS)}  # lag 0, 1, 2, 3
@@ -251,7 +231,7 @@ def check_burrow(
     zookeeper_offsets: dict[int, int],
 ) -> None:
     # The cluster module: the topic's partitions and their log end offsets (ListOffsets v0).
-    described = wait_for(lambda: burrow.get(f"/topic/{topic}"), what=f"Burrow to see {topic}")
+    described = wait_for(lambda: burrow.get(f"/topic/{topic}"), 60, what=f"Burrow to see {topic}")
     assert described["offsets"] == [PER_PARTITION] * PARTITIONS, burrow.logs()
 
     def status(group: str) -> dict[str, Any] | None:
@@ -266,7 +246,7 @@ def check_burrow(
 
     # Both consumer modules: each group's committed offsets, and the lag zkafka itself would report.
     for group, offsets in ((coordinator_group, coordinator_offsets), (zookeeper_group, zookeeper_offsets)):
-        found = wait_for(lambda g=group: status(g), what=f"Burrow's lag for {group}")
+        found = wait_for(lambda g=group: status(g), 60, what=f"Burrow's lag for {group}")
         by_partition = {p["partition"]: p for p in found["partitions"] if p["topic"] == topic}
         assert {p: v["end"]["offset"] for p, v in by_partition.items()} == offsets, burrow.logs()
         assert {p: v["current_lag"] for p, v in by_partition.items()} == {
@@ -285,5 +265,5 @@ def check_burrow(
         found = {p: (v["owner"], v["client_id"]) for p, v in enumerate(body["topics"].get(topic, []))}
         return found if found and all(owner for owner, _ in found.values()) else None
 
-    seen = wait_for(owners, what="Burrow to decode the group's members")
+    seen = wait_for(owners, 60, what="Burrow to decode the group's members")
     assert set(seen.values()) == {("/127.0.0.1", "burrow-watched")}, seen

@@ -35,7 +35,7 @@ from zkafka.client.zk_consumer import (
     topic_filter_regex,
 )
 from zkafka.server.launcher import LocalCluster
-from zkafka.testing.cluster import running_cluster
+from zkafka.testing.cluster import make_topic, running_cluster
 from zkafka.zk.server import ZooKeeperServer
 
 HERE = Path(__file__).parent
@@ -147,16 +147,6 @@ def run(coro, timeout: float = 60):  # type: ignore[no-untyped-def]
 
 def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-async def make_topic(cluster: LocalCluster, topic: str, partitions: int, records: int = 0) -> None:
-    async with AdminClient(cluster.bootstrap_servers) as admin:
-        await admin.create_topic(topic, partitions, 1)
-    if records:
-        async with Producer(cluster.bootstrap_servers, linger_ms=5) as producer:
-            for i in range(records):
-                await producer.send(topic, str(i).encode(), partition=i % partitions)
-            await producer.flush()
 
 
 def zk_read(cluster: LocalCluster, path: str) -> bytes | None:

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from zkafka.client.admin import AdminClient
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.producer import Producer
 from zkafka.protocol.messages import MetadataRequest
 from zkafka.server.launcher import LocalCluster
 from zkafka.testing.zookeeper import new_chroot
@@ -65,3 +67,15 @@ def running_cluster(
         for bid in list(cluster.brokers):
             if cluster.broker_alive(bid):
                 cluster.stop_broker(bid, timeout=20)  # SIGTERM, SIGKILL if it hangs
+
+
+async def make_topic(cluster: LocalCluster, topic: str, partitions: int, records: int = 0) -> None:
+    """Create `topic` (replication factor 1) and, when asked, produce `records` values "0", "1", ...
+    dealt round-robin over its partitions."""
+    async with AdminClient(cluster.bootstrap_servers) as admin:
+        await admin.create_topic(topic, partitions, 1)
+    if records:
+        async with Producer(cluster.bootstrap_servers, linger_ms=5) as producer:
+            for i in range(records):
+                await producer.send(topic, str(i).encode(), partition=i % partitions)
+            await producer.flush()
