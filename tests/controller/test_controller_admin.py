@@ -18,17 +18,28 @@ async def expand_isr(
     cluster: Cluster, tp: TopicPartition, isr: tuple[int, ...]
 ) -> LeaderIsrAndControllerEpoch:
     """What a leader does when followers catch up (old inter-broker protocol): rewrite the ISR in the
-    state znode, then announce it with an ISR change notification."""
+    state znode, then announce it with an ISR change notification. Like a leader, it re-reads the
+    state and tries again when the controller wrote it in between (a new controller resuming a
+    reassignment bumps the leader epoch, which changes the znode's version)."""
     admin = cluster.admin
     assert admin is not None
-    state = await cluster.state(tp)
-    assert state is not None
-    lai = state.leader_and_isr
-    new = LeaderAndIsr(lai.leader, lai.leader_epoch, isr, zk_version=lai.zk_version)
-    ok, version = await cluster.zk(admin.conditional_update_partition_state, tp, new, state.controller_epoch)
-    assert ok
+    written: list[LeaderIsrAndControllerEpoch] = []
+
+    async def write() -> bool:
+        state = await cluster.state(tp)
+        assert state is not None
+        lai = state.leader_and_isr
+        new = LeaderAndIsr(lai.leader, lai.leader_epoch, isr, zk_version=lai.zk_version)
+        ok, version = await cluster.zk(
+            admin.conditional_update_partition_state, tp, new, state.controller_epoch
+        )
+        if ok:
+            written.append(LeaderIsrAndControllerEpoch(new.with_zk_version(version), state.controller_epoch))
+        return bool(ok)
+
+    await wait_until_async(write, f"the ISR of {tp} written as {isr}")
     await cluster.zk(admin.create_isr_change_notification, [tp])
-    return LeaderIsrAndControllerEpoch(new.with_zk_version(version), state.controller_epoch)
+    return written[0]
 
 
 async def leader_moved_off_preferred(cluster: Cluster, preferred: int, other: int) -> None:
