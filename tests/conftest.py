@@ -12,7 +12,7 @@ from zkafka.zk.server import ZooKeeperServer
 
 @pytest.fixture(scope="session")
 def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"))
+    server = ZooKeeperServer(data_dir=tmp_path_factory.mktemp("zookeeper"), force_sync=False)
     server.start()
     try:
         yield server

@@ -183,7 +183,7 @@ def test_session_expiry_is_delivered_and_subscriptions_resync(
 
 def test_suspended_reconnected_and_lost(tmp_path: Path) -> None:
     """A ZooKeeper restart: SUSPENDED, then CONNECTED on the same session; closing gives LOST."""
-    server = ZooKeeperServer(data_dir=tmp_path / "zk").start()
+    server = ZooKeeperServer(data_dir=tmp_path / "zk", force_sync=False).start()
     try:
         client = KafkaZkClient(server.connect_string, session_timeout_ms=20000)
 

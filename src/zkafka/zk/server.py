@@ -69,7 +69,10 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
 class ZooKeeperServer:
     """One standalone ZooKeeper server on 127.0.0.1.
 
-    `data_dir=None` makes a temporary directory that is removed on `stop()`.
+    `data_dir=None` makes a temporary directory that is removed on `stop()`. `force_sync=False`
+    stops the server from fsyncing its transaction log on every write (ZooKeeper's `forceSync=no`):
+    for test servers only, where a slow fsync on a busy disk would otherwise stall every session
+    for seconds; writes still reach the page cache, so a killed server loses nothing.
     """
 
     port: int = 0
@@ -78,6 +81,7 @@ class ZooKeeperServer:
     tick_time_ms: int = 500
     min_session_timeout_ms: int = 1000
     max_session_timeout_ms: int = 60000
+    force_sync: bool = True
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _own_dir: bool = field(default=False, init=False)
 
@@ -103,6 +107,7 @@ class ZooKeeperServer:
                     f"maxSessionTimeout={self.max_session_timeout_ms}",
                     # Kafka forces 4 MB client side; give the server the same room.
                     "jute.maxbuffer=4194304",
+                    f"forceSync={'yes' if self.force_sync else 'no'}",
                     "",
                 ]
             )
