@@ -211,6 +211,14 @@ class BrokerConfig:
                                 at_least(0))
     max_connections_per_ip: int = _key("max.connections.per.ip", INT, INT32_MAX,
                                        "connections allowed per client address", at_least(0))
+    max_connections_per_ip_overrides: str = _key("max.connections.per.ip.overrides", STRING, "",
+                                                 "per-address limits, host:count,host:count")
+    max_connection_creation_rate: int = _key("max.connection.creation.rate", INT, INT32_MAX,
+                                             "new connections accepted per second per listener "
+                                             "(KIP-612)", at_least(0))
+    queued_max_request_bytes: int = _key("queued.max.request.bytes", LONG, -1,
+                                         "bytes of requests read but not yet answered; -1 = no "
+                                         "limit (a frame that does not fit waits)", at_least(-1))
     request_timeout_ms: int = _key("request.timeout.ms", INT, 30000,
                                    "how long the broker's own requests wait for an answer", at_least(0))
     fetch_max_bytes: int = _key("fetch.max.bytes", INT, 57671680, "largest fetch response",
@@ -218,6 +226,10 @@ class BrokerConfig:
 
     # -- topics, leaders, replication ------------------------------------------------------------
     num_partitions: int = _key("num.partitions", INT, 1, "partitions of an auto-created topic", at_least(1))
+    max_partitions: int = _key("max.partitions", INT, 500000,
+                               "partitions allowed in the cluster (KIP-578)", at_least(1))
+    max_broker_partitions: int = _key("max.broker.partitions", INT, 200000,
+                                      "partition replicas allowed per broker (KIP-578)", at_least(1))
     default_replication_factor: int = _key("default.replication.factor", INT, 1,
                                            "replication factor of an auto-created topic", at_least(1))
     min_insync_replicas: int = _key("min.insync.replicas", INT, 1,
@@ -674,6 +686,17 @@ def _cross_check(config: BrokerConfig, explicit: Mapping[str, str]) -> None:
         raise ConfigError.bad_value(key, text(key),
                                     f"a listener name in advertised.listeners ({', '.join(advertised)})")
 
+    if 0 <= config.queued_max_request_bytes < config.socket_request_max_bytes:
+        raise ConfigError.bad_value("queued.max.request.bytes", text("queued.max.request.bytes"),
+                                    f"-1 or at least socket.request.max.bytes "
+                                    f"({config.socket_request_max_bytes})")
+    try:
+        parse_connection_overrides(config.max_connections_per_ip_overrides)
+    except ValueError as e:
+        raise ConfigError.bad_value("max.connections.per.ip.overrides",
+                                    text("max.connections.per.ip.overrides"),
+                                    "host:count pairs separated by commas", str(e)) from None
+
     source, millis = _retention(config)
     if millis == 0:
         raise ConfigError.bad_value(source, text(source), "a positive retention time, or -1 for unlimited")
@@ -694,3 +717,17 @@ def _retention(config: BrokerConfig) -> tuple[str, int]:
     else:
         source, millis = "log.retention.hours", config.log_retention_hours * MS_PER_HOUR
     return source, (-1 if millis < 0 else millis)
+
+
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """`max.connections.per.ip.overrides`: "host:count,host:count" -> {host: count}. The count follows
+    the last colon, so IPv6 addresses need no brackets."""
+    out: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ValueError(f"{item!r} is not host:count")
+        out[host.strip().strip("[]")] = int(count)
+    return out

@@ -1,0 +1,93 @@
+"""`RateLimitedLog`: one line per kind of event per window, with a count of what was held back."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+__all__ = ["RateLimitedLog"]
+
+DEFAULT_WINDOW_S = 60.0
+MAX_KINDS = 4096
+"""Kinds remembered at once; beyond that the oldest are forgotten (a hostile peer can invent kinds)."""
+
+
+@dataclass
+class _Window:
+    opened: float
+    held_back: int = 0
+
+
+class RateLimitedLog:
+    """Logs the first event of each kind per `window_s`; counts the rest and reports the count with
+    the first event logged after the window closes (or on `flush`). Thread-safe.
+
+    `kind` is any hashable that says "the same problem again": ("connection refused", peer) per peer,
+    or just "bad frame" for one summary across all peers."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        window_s: float = DEFAULT_WINDOW_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._logger = logger
+        self._window_s = window_s
+        self._clock = clock
+        self._windows: dict[Hashable, _Window] = {}
+        self._lock = threading.Lock()
+
+    def warning(self, kind: Hashable, msg: str, *args: object) -> bool:
+        return self.log(logging.WARNING, kind, msg, *args)
+
+    def info(self, kind: Hashable, msg: str, *args: object) -> bool:
+        return self.log(logging.INFO, kind, msg, *args)
+
+    def error(self, kind: Hashable, msg: str, *args: object) -> bool:
+        return self.log(logging.ERROR, kind, msg, *args)
+
+    def log(self, level: int, kind: Hashable, msg: str, *args: object) -> bool:
+        """Log `msg % args` unless an event of `kind` was logged less than a window ago. Returns whether
+        the line was written."""
+        if not self._logger.isEnabledFor(level):
+            return False
+        now = self._clock()
+        with self._lock:
+            window = self._windows.get(kind)
+            if window is not None and now - window.opened < self._window_s:
+                window.held_back += 1
+                return False
+            held_back = 0 if window is None else window.held_back
+            self._windows.pop(kind, None)
+            if len(self._windows) >= MAX_KINDS:
+                self._windows.pop(next(iter(self._windows)))
+            self._windows[kind] = _Window(opened=now)
+        if held_back:
+            msg += " (%s more like this in the last %s)"
+            args = (*args, f"{held_back:,}", _span(self._window_s))
+        self._logger.log(level, msg, *args)
+        return True
+
+    def flush(self, level: int = logging.WARNING) -> int:
+        """Report every count still held back whose window has closed; returns how many were reported.
+        Call from a periodic task so a burst that stopped is still summarised."""
+        now = self._clock()
+        due: list[tuple[Hashable, int]] = []
+        with self._lock:
+            for kind, window in list(self._windows.items()):
+                if now - window.opened >= self._window_s:
+                    del self._windows[kind]
+                    if window.held_back:
+                        due.append((kind, window.held_back))
+        for kind, count in due:
+            span = _span(self._window_s)
+            self._logger.log(level, "%s more like %r in the last %s", f"{count:,}", kind, span)
+        return len(due)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds:g} s"
