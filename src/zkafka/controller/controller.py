@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from zkafka.config import BrokerConfig
+from zkafka.controller.backoff import ElectionBackoff
 from zkafka.controller.broker_events import BrokerEvents
 from zkafka.controller.context import ReplicaAssignment
 from zkafka.controller.core import ControllerCore, ControllerTimings
@@ -91,7 +92,6 @@ __all__ = ["Controller"]
 log = logging.getLogger(__name__)
 
 NO_CONTROLLER = -1
-ELECTION_RETRY_S = 1.0
 
 NewSessionHook = Callable[[], Awaitable[object]]
 R = TypeVar("R")
@@ -140,6 +140,9 @@ class Controller:
         self._rebalance_timer: asyncio.TimerHandle | None = None
         self._awaiting_reregistration = False
         self._stopping = False
+        self._backoff = ElectionBackoff(broker_id)
+        self._campaign_not_before = 0.0
+        self._campaign_timer: asyncio.TimerHandle | None = None
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -255,18 +258,20 @@ class Controller:
                 log.info("controller %d: %s; checking whether to resign", self.broker_id, e)
                 self._core.batch.clear()
                 await self._safely(self._maybe_resign())
-            except Exception:
-                log.exception("controller %d failed to process %s", self.broker_id, type(event).__name__)
-                self._after_failure(event)
+            except Exception as e:
+                self._after_failure(event, e)
             finally:
                 event.preempt()
 
-    def _after_failure(self, event: ControllerEvent) -> None:
+    def _after_failure(self, event: ControllerEvent, error: Exception) -> None:
         if isinstance(event, Startup | ControllerChange | RegisterBrokerAndReelect) and not self.is_active:
             # The election itself failed (ZooKeeper unreachable...): nobody else may ever poke us, so
-            # try again shortly.
-            asyncio.get_running_loop().call_later(ELECTION_RETRY_S, self._on_controller_znode, None)
+            # try again after a while.
+            self._campaign_later(self._backoff.failed("controller election", error))
             return
+        log.error(
+            "controller %d failed to process %s", self.broker_id, type(event).__name__, exc_info=error
+        )
         try:
             # The context already holds the decisions made so far: let the brokers know them.
             self._core.batch.flush()
@@ -371,6 +376,10 @@ class Controller:
         # an election in the new session before the broker re-registered.
         if controller_id is not None or self._awaiting_reregistration:
             return
+        wait = self._campaign_not_before - asyncio.get_running_loop().time()
+        if wait > 0:
+            self._campaign_later(wait)  # a recent term of ours failed to start: let others try first
+            return
         try:
             epoch, epoch_zk_version = await core.call(
                 core.zk.register_controller_and_increment_epoch, self.broker_id
@@ -378,11 +387,20 @@ class Controller:
         except ControllerMovedError:
             await self._maybe_resign()
             return
-        except Exception:
-            log.exception("broker %d could not take part in the controller election", self.broker_id)
+        except Exception as e:
+            delay = self._backoff.failed("controller election", e)
             await self._trigger_controller_move()
+            self._campaign_later(delay)
             return
         await self._become_controller(epoch, epoch_zk_version)
+
+    def _campaign_later(self, delay_s: float) -> None:
+        """Run the election again in `delay_s` (and not before): nothing else may prompt it."""
+        loop = asyncio.get_running_loop()
+        self._campaign_not_before = loop.time() + delay_s
+        if self._campaign_timer is not None:
+            self._campaign_timer.cancel()
+        self._campaign_timer = loop.call_later(delay_s, self._on_controller_znode, None)
 
     async def _adopt_registration(self) -> None:
         """/controller names this broker but no term is running: an election whose outcome arrived
@@ -410,9 +428,14 @@ class Controller:
             await self._on_controller_failover()
         except ControllerMovedError:
             raise
-        except Exception:
-            log.exception("controller %d failover failed: giving up the controller role", self.broker_id)
+        except Exception as e:
+            # Give the role up so another broker can try, and stay out of the next elections for a
+            # while: winning again at once would only fail again and bump the epoch for nothing.
+            delay = self._backoff.failed("controller failover", e)
             await self._trigger_controller_move()
+            self._campaign_later(delay)
+            return
+        self._backoff.succeeded()
 
     async def _maybe_resign(self) -> None:
         controller_id = await self._read_controller_id()
@@ -449,6 +472,8 @@ class Controller:
             log.info("broker %d resigned as controller", self.broker_id)
 
     async def _shutdown(self) -> None:
+        if self._campaign_timer is not None:
+            self._campaign_timer.cancel()
         core = self._core
         was_active = self._in_term
         expected = core.context.epoch_zk_version

@@ -178,7 +178,9 @@ class PartitionStateMachine:
                     ctx.leadership[tp] = states[tp]
                     self._change_state(tp, PartitionState.OFFLINE)
                 else:
-                    results[tp] = StateChangeFailedError(f"state znode of {tp} vanished while creating it")
+                    results[tp] = StateChangeFailedError(
+                        f"the state znode of {tp} exists but vanished or does not decode"
+                    )
             adopted = [tp for tp in existing if tp in states]
             if adopted:
                 results.update(await self._elect_leaders(adopted, OfflineElection()))

@@ -39,7 +39,7 @@ from zkafka.zk.errors import BrokerIdInUseError
 from zkafka.zk.model import BrokerInfo, ConfigType, EndPoint, SecurityProtocol
 from zkafka.zk.notifications import ChangeNotificationListener
 from zkafka.zk.watch_bridge import AsyncWatcher, SessionEvent, SessionState, ZkExecutor
-from zkafka.zk.znodes import CONFIG_CHANGES, ConfigEntityChangeNotificationZNode
+from zkafka.zk.znodes import CONFIG_CHANGES, ConfigEntityChangeNotificationZNode, ConfigEntityZNode
 
 log = logging.getLogger(__name__)
 
@@ -142,12 +142,9 @@ class Broker:
         self._start_periodic_tasks()
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
-        out = {}
-        for topic in self.zk.get_all_entities(ConfigType.TOPIC):
-            cfg = self.zk.get_entity_config(ConfigType.TOPIC, topic)
-            if cfg:
-                out[topic] = cfg
-        return out
+        # Plural read: a config znode that does not decode is reported and ignored, never fatal.
+        topics = self.zk.get_all_entities(ConfigType.TOPIC)
+        return {t: cfg for t, cfg in self.zk.get_entity_configs(ConfigType.TOPIC, topics).items() if cfg}
 
     async def _start_listeners(self) -> None:
         loop = asyncio.get_running_loop()
@@ -226,12 +223,10 @@ class Broker:
             self._spawn(self._reload_topic_config(note.entity_name))
 
     async def _reload_topic_config(self, topic: str) -> None:
-        overrides = await self.zk_call(self.zk.get_entity_config, ConfigType.TOPIC, topic)
-        try:
-            config = self.log_manager.default_config.with_overrides(overrides) if overrides else None
-        except ValueError as e:
-            log.error("ignoring invalid config of topic %s: %s", topic, e)
-            return
+        found = await self.zk_call(self.zk.get_entity_configs, ConfigType.TOPIC, [topic])
+        overrides = found.get(topic, {})
+        defaults = self.log_manager.default_config
+        config = _topic_config(defaults, topic, overrides) if overrides else None
         self.log_manager.update_topic_config(topic, config)
         log.info("applied config change of topic %s: %s", topic, overrides)
 
@@ -381,7 +376,9 @@ def _topic_config(defaults: LogConfig, topic: str, overrides: dict[str, str]) ->
         try:
             config = config.with_overrides({key: value})
         except ValueError as e:
-            log.warning("topic %s: ignoring config %s=%r: %s", topic, key, value, e)
+            log.warning(
+                "znode %s: ignoring %s=%r: %s", ConfigEntityZNode.path(ConfigType.TOPIC, topic), key, value, e
+            )
     return config
 
 

@@ -18,14 +18,17 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from zkafka.logs import RateLimitedLog
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.model import LeaderAndIsr
+from zkafka.zk.session import ZK_UNAVAILABLE
 
 if TYPE_CHECKING:
     from zkafka.server.broker import Broker
     from zkafka.server.partition import Partition
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)
 
 PUBLISH_CHECK_MS = 2500
 QUIET_BEFORE_PUBLISH_MS = 5000
@@ -81,13 +84,7 @@ class IsrManager:
     def _write(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
         self._inflight.add(partition.tp)
         task = asyncio.ensure_future(self._update(partition, new_isr, why))
-        task.add_done_callback(
-            lambda t: (
-                t.cancelled()
-                or t.exception() is None
-                or log.error("ISR update of %s failed", partition.tp, exc_info=t.exception())
-            )
-        )
+        task.add_done_callback(lambda t: _report_failure(t, f"ISR update of {partition.tp}"))
 
     async def _update(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
         state = partition.state
@@ -130,7 +127,13 @@ class IsrManager:
             return
         batch = sorted(self.pending)
         self.pending.clear()
-        await self.broker.zk_call(self.broker.zk.create_isr_change_notification, batch)
+        try:
+            await self.broker.zk_call(self.broker.zk.create_isr_change_notification, batch)
+        except BaseException:
+            # Not announced: keep them for the next attempt (ZooKeeper may be away for a while; the
+            # ISR itself is already in the state znodes, only the controller's news is late).
+            self.pending.update(batch)
+            raise
         self.last_publish_ms = now
 
     async def run(self) -> None:
@@ -144,5 +147,18 @@ class IsrManager:
                     self.maybe_shrink_all()
                     next_shrink = time.monotonic() + lag_ms / 2000
                 await self.maybe_publish()
+            except ZK_UNAVAILABLE as e:
+                limited.warning("isr-zk", "ISR maintenance waits for ZooKeeper: %s", e)
             except Exception:
                 log.exception("ISR maintenance failed")
+
+
+def _report_failure(task: asyncio.Future[None], what: str) -> None:
+    if task.cancelled() or task.exception() is None:
+        return
+    error = task.exception()
+    if isinstance(error, ZK_UNAVAILABLE):
+        # Expected while ZooKeeper is down: the ISR stays as recorded and is retried later.
+        limited.warning(("isr-zk", what), "%s postponed, ZooKeeper unavailable: %s", what, error)
+    else:
+        log.error("%s failed", what, exc_info=error)

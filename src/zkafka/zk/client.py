@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kazoo.exceptions import (
     BadVersionError,
@@ -31,8 +31,10 @@ from kazoo.exceptions import (
     SessionExpiredError,
     ZookeeperError,
 )
+from kazoo.protocol.states import ZnodeStat
 
 from zkafka.zk.acl_store import AclStoreMixin
+from zkafka.zk.bad_znodes import BadZNodes
 from zkafka.zk.errors import (
     AdminOperationInProgressError,
     BrokerIdInUseError,
@@ -101,6 +103,13 @@ _TRANSIENT = (ConnectionLoss, OperationTimeoutError)
 DEFAULT_RESERVED_BROKER_MAX_ID = 1000
 """Kafka's `reserved.broker.max.id`: generated broker ids start above it."""
 _DELETE_BATCH = 500
+T = TypeVar("T")
+
+NOT_LIVE = "the broker is treated as not live"
+NO_STATE = "the partition has no leader until its state znode is rewritten (or deleted)"
+TOPIC_SKIPPED = "the topic is left out until its znode is rewritten"
+DEFAULTS_APPLY = "its entity's overrides are ignored (defaults apply)"
+UNKNOWN_CONTROLLER = "treated as held by an unknown controller until it goes away"
 
 
 def _controller_moved(epoch_zk_version: int) -> ControllerMovedError:
@@ -125,7 +134,34 @@ class CreatePartitionStatesResult(NamedTuple):
 
 
 class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
-    """A ZooKeeper session plus Kafka's data model; see the module docstring for the rules."""
+    """A ZooKeeper session plus Kafka's data model; see the module docstring for the rules.
+
+    Reads decode znode by znode: one whose data does not decode is reported to `bad_znodes` (one log
+    line per content) and read as absent, so it never stops the reading of anything else."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.bad_znodes = BadZNodes()
+        super().__init__(*args, **kwargs)
+
+    def _decoded(
+        self,
+        decode: Callable[[bytes, str, ZnodeStat], T],
+        path: str,
+        found: tuple[bytes, ZnodeStat] | None,
+        instead: str,
+    ) -> T | None:
+        """`decode` the data read from `path`; None if it was absent or does not decode (reported)."""
+        if found is None:
+            return None
+        try:
+            value = decode(found[0], path, found[1])
+        except (ZkError, ValueError, TypeError, KeyError, AttributeError) as e:
+            # Decoders raise ZNodeDataError; anything else from them is a decoder gap, and still
+            # only this one znode's problem.
+            self.bad_znodes.report(e, path, found[0], found[1], instead)
+            return None
+        self.bad_znodes.cleared(path)
+        return value
 
     # -- bootstrap -------------------------------------------------------------------------------------
     def create_top_level_paths(self) -> None:
@@ -211,8 +247,7 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
 
     def get_broker(self, broker_id: int) -> BrokerInfo | None:
         path = BrokerIdZNode.path(broker_id)
-        found = self.get_data(path)
-        return None if found is None else BrokerIdZNode.decode(found[0], path, found[1])
+        return self._decoded(BrokerIdZNode.decode, path, self.get_data(path), NOT_LIVE)
 
     def get_all_broker_ids(self) -> list[int]:
         ids = []
@@ -224,13 +259,14 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
         return sorted(ids)
 
     def get_all_brokers_and_epochs(self) -> dict[int, tuple[BrokerInfo, int]]:
-        """broker id -> (registration, broker epoch); brokers that vanish meanwhile are left out."""
+        """broker id -> (registration, broker epoch); brokers that vanish meanwhile, or whose registration
+        does not decode, are left out."""
         paths = [BrokerIdZNode.path(b) for b in self.get_all_broker_ids()]
         out: dict[int, tuple[BrokerInfo, int]] = {}
         for path, found in self.get_data_many(paths).items():
-            if found is None:
+            info = self._decoded(BrokerIdZNode.decode, path, found, NOT_LIVE)
+            if info is None:
                 continue
-            info = BrokerIdZNode.decode(found[0], path, found[1])
             assert info.epoch is not None
             out[info.id] = (info, info.epoch)
         return dict(sorted(out.items()))
@@ -244,8 +280,15 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
         return None if found is None else ControllerZNode.decode(found[0])
 
     def get_controller_id(self) -> int | None:
-        controller = self.get_controller()
-        return None if controller is None else controller.broker_id
+        """The controller's broker id; None when /controller does not exist, -1 when it exists but does
+        not decode (someone holds it: nobody else can be elected until it goes away)."""
+        path = ControllerZNode.path()
+        found = self.get_data(path)
+        if found is None:
+            return None
+        decode = lambda d, _p, _s: ControllerZNode.decode(d)  # noqa: E731
+        controller = self._decoded(decode, path, found, UNKNOWN_CONTROLLER)
+        return -1 if controller is None else controller.broker_id
 
     def get_controller_epoch(self) -> tuple[int, int] | None:
         """(epoch, zkVersion of /controller_epoch), or None before the first election."""
@@ -477,28 +520,32 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
         except BadVersionError:
             pass
         current = self.get_data(path)
-        if current is not None:
-            stored = TopicPartitionStateZNode.decode(current[0], path, current[1])
-            if stored.controller_epoch == controller_epoch and stored.leader_and_isr.same_state(
-                leader_and_isr
-            ):
-                return True, int(current[1].version)
+        stored = self._decoded(TopicPartitionStateZNode.decode, path, current, NO_STATE)
+        if (
+            current is not None
+            and stored is not None
+            and stored.controller_epoch == controller_epoch
+            and stored.leader_and_isr.same_state(leader_and_isr)
+        ):
+            return True, int(current[1].version)
         return False, -1
 
     def get_partition_state(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        """None when the state znode is absent or does not decode."""
         path = TopicPartitionStateZNode.path(tp)
-        found = self.get_data(path)
-        return None if found is None else TopicPartitionStateZNode.decode(found[0], path, found[1])
+        return self._decoded(TopicPartitionStateZNode.decode, path, self.get_data(path), NO_STATE)
 
     def get_partition_states(
         self, tps: Iterable[TopicPartition]
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        """Pipelined reads; partitions without a state znode are left out."""
+        """Pipelined reads; partitions without a state znode, or whose state does not decode, are left
+        out."""
         paths = {TopicPartitionStateZNode.path(tp): tp for tp in tps}
         out = {}
         for path, found in self.get_data_many(list(paths)).items():
-            if found is not None:
-                out[paths[path]] = TopicPartitionStateZNode.decode(found[0], path, found[1])
+            state = self._decoded(TopicPartitionStateZNode.decode, path, found, NO_STATE)
+            if state is not None:
+                out[paths[path]] = state
         return out
 
     def get_partitions_for_topic(self, topic: str) -> list[int]:
@@ -559,16 +606,20 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
         return replace(new, zk_version=0)
 
     def get_topic_assignment(self, topic: str) -> TopicAssignment | None:
+        """Raises ZNodeDataError when the topic znode does not decode (callers that write it back must
+        not mistake that for an absent topic)."""
         path = TopicZNode.path(topic)
         found = self.get_data(path)
         return None if found is None else TopicZNode.decode(found[0], path, found[1])
 
     def get_topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+        """Pipelined reads; topics that vanished, or whose znode does not decode, are left out."""
         paths = {TopicZNode.path(t): t for t in topics}
         out = {}
         for path, found in self.get_data_many(list(paths)).items():
-            if found is not None:
-                out[paths[path]] = TopicZNode.decode(found[0], path, found[1])
+            assignment = self._decoded(TopicZNode.decode, path, found, TOPIC_SKIPPED)
+            if assignment is not None:
+                out[paths[path]] = assignment
         return out
 
     def set_topic_assignment(
@@ -763,9 +814,10 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
     def get_entity_configs(
         self, entity_type: ConfigType | str, znode_names: Iterable[str]
     ) -> dict[str, dict[str, str]]:
+        """Overrides of many entities; an entity whose znode does not decode reads as `{}`."""
         paths = {ConfigEntityZNode.path(entity_type, n): n for n in znode_names}
         return {
-            paths[path]: ({} if found is None else ConfigEntityZNode.decode(found[0], path))
+            paths[path]: self._decoded(_decode_entity_config, path, found, DEFAULTS_APPLY) or {}
             for path, found in self.get_data_many(list(paths)).items()
         }
 
@@ -822,3 +874,7 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
 
     def update_feature(self, data: FeatureZNodeData, expected_version: int = ANY_VERSION) -> int:
         return int(self.set_data(FeatureZNode.path(), FeatureZNode.encode(data), expected_version).version)
+
+
+def _decode_entity_config(data: bytes, path: str, _stat: ZnodeStat) -> dict[str, str]:
+    return ConfigEntityZNode.decode(data, path)

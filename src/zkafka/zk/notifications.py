@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from zkafka.zk.errors import ZNodeDataError
 from zkafka.zk.session import ZkSession
 from zkafka.zk.watch_bridge import AsyncWatcher, WatchHandle, ZkExecutor, ZkWatchEvent
 from zkafka.zk.znodes import SequentialZNodes, now_ms
@@ -82,6 +83,9 @@ class ChangeNotificationListener:
     def _handle(self, name: str, data: bytes) -> None:
         try:
             self.handler(name, data)
+        except ZNodeDataError as e:
+            # Bad input someone wrote, not a bug: one line naming the znode, no traceback.
+            log.warning("ignoring change notification: %s; first bytes %r", e, bytes(data or b"")[:32])
         except Exception:
             log.exception("handling change notification %s/%s failed", self.queue.root, name)
 

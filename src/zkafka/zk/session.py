@@ -300,6 +300,16 @@ class ZkSession:
         return out
 
 
+ZK_UNAVAILABLE: tuple[type[Exception], ...] = (
+    ZkConnectionError,
+    ConnectionLoss,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+"""What a call raises while ZooKeeper cannot be reached: callers outside `zkafka.zk` catch these to wait
+for ZooKeeper quietly instead of importing kazoo."""
+
+
 def _is_retryable(e: BaseException) -> bool:
     return isinstance(e, ConnectionLoss | OperationTimeoutError | SessionExpiredError)
 
