@@ -52,3 +52,36 @@ def test_kinds_are_bounded() -> None:
     for i in range(10_000):
         limited.warning(("peer", i), "refused %s", i)
     assert len(limited._windows) <= 4096
+
+
+def test_repeat_filter_summarises_a_chatty_library() -> None:
+    from zkafka.logs import RepeatFilter
+
+    clock = Clock()
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(f"{record.name}: {record.getMessage()}")
+
+    handler = Collect()
+    handler.addFilter(RepeatFilter("kazoo", 60, clock=clock))
+    chatty, ours = logging.getLogger("kazoo.client.test"), logging.getLogger("zkafka.test.repeat")
+    for logger in (chatty, ours):
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        for _ in range(30):
+            chatty.warning("Connection dropped: %s", "refused")
+            ours.warning("not filtered")
+        clock.now = 61
+        chatty.warning("Connection dropped: %s", "refused")
+    finally:
+        for logger in (chatty, ours):
+            logger.removeHandler(handler)
+            logger.propagate = True
+    assert records.count("zkafka.test.repeat: not filtered") == 30
+    assert [r for r in records if r.startswith("kazoo")] == [
+        "kazoo.client.test: Connection dropped: refused",
+        "kazoo.client.test: Connection dropped: refused (29 more like this in the last 60 s)",
+    ]

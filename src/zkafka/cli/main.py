@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from zkafka.cli.errors import CliError
+from zkafka.logs import RepeatFilter
 
 COMMANDS = (
     "zkafka.cli.zookeeper",
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # kazoo warns on every reconnect attempt while ZooKeeper is away: one line a minute says as much.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RepeatFilter("kazoo"))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

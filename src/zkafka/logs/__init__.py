@@ -7,6 +7,6 @@ window are only counted, and the next line logged after the window ends carries 
 more like this in the last 60 s"). Nothing here depends on any other zkafka package.
 """
 
-from zkafka.logs.limiter import RateLimitedLog
+from zkafka.logs.limiter import RateLimitedLog, RepeatFilter
 
-__all__ = ["RateLimitedLog"]
+__all__ = ["RateLimitedLog", "RepeatFilter"]

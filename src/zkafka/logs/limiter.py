@@ -91,3 +91,42 @@ class RateLimitedLog:
 
 def _span(seconds: float) -> str:
     return f"{seconds:g} s"
+
+
+class RepeatFilter(logging.Filter):
+    """A `logging.Filter` for chatty libraries (kazoo warns once per reconnect attempt while ZooKeeper is
+    down), meant for handlers: warnings from loggers under `prefix` with the same logger and message
+    template pass once per window; the next one to pass carries the count of those held back."""
+
+    def __init__(
+        self,
+        prefix: str = "",
+        window_s: float = DEFAULT_WINDOW_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self._prefix = prefix
+        self._window_s = window_s
+        self._clock = clock
+        self._windows: dict[tuple[str, str], _Window] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not record.name.startswith(self._prefix):
+            return True
+        kind = (record.name, str(record.msg))
+        now = self._clock()
+        with self._lock:
+            window = self._windows.get(kind)
+            if window is not None and now - window.opened < self._window_s:
+                window.held_back += 1
+                return False
+            held_back = 0 if window is None else window.held_back
+            self._windows.pop(kind, None)
+            if len(self._windows) >= MAX_KINDS:
+                self._windows.pop(next(iter(self._windows)))
+            self._windows[kind] = _Window(opened=now)
+        if held_back:
+            record.msg = f"{record.msg} ({held_back:,} more like this in the last {_span(self._window_s)})"
+        return True
