@@ -2,7 +2,10 @@
 
 Per partition: validate the batches' framing and CRC-32C on the header level
 (`zkafka.records.batch.validate_batches`), run the idempotent-producer checks on the headers,
-let the log assign offsets by patching the headers in place, append. acks=0 gets no response,
+let the log assign offsets by patching the headers in place, append. Records are decoded only where a
+topic's config demands it: a compacted topic refuses keyless records (Kafka's LogValidator: they would
+be dropped by the cleaner later, a silent loss) with INVALID_RECORD and per-record `record_errors`
+(KIP-467). acks=0 gets no response,
 acks=1 is answered at once, acks=all (-1) waits (no polling) until the high watermark covers
 the appended offsets or `timeout_ms` passes.
 """
@@ -14,8 +17,9 @@ from collections.abc import Awaitable
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
-from zkafka.records.batch import CorruptRecordError, InvalidRecordError, validate_batches
+from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError, validate_batches
 from zkafka.records.compression import ZSTD
+from zkafka.records.record import iter_records
 from zkafka.server.dispatcher import RequestContext
 from zkafka.server.network import NO_RESPONSE, _NoResponse
 from zkafka.server.partition import Partition
@@ -27,6 +31,16 @@ log = logging.getLogger(__name__)
 
 Resp = ProduceResponse
 _ACKS = (-1, 0, 1)
+MAX_RECORD_ERRORS = 100
+"""Per-record errors listed in one partition's answer (the count is in the message)."""
+
+
+class RejectedRecordsError(KafkaError):
+    """Some records of a partition's batches break the topic's rules: nothing of it is appended."""
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(ErrorCode.INVALID_RECORD, message)
+        self.record_errors = record_errors
 
 
 def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse | Awaitable[Resp]:
@@ -50,6 +64,12 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
                 required = _append(ctx, partition, pd.records, acks, out)
                 if required is not None:
                     waiting[tp] = (partition, required)
+            except RejectedRecordsError as e:
+                out.error_code, out.error_message = e.code, e.message
+                out.record_errors = [
+                    Resp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                    for i, m in e.record_errors
+                ]
             except KafkaError as e:
                 out.error_code, out.error_message = e.code, e.message
             except Exception:
@@ -83,6 +103,8 @@ def _append(
         if h.compression == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     config = partition.log.config
+    if config.compact:
+        _check_keys(batches, headers)
     if acks == -1 and len(partition.isr) < config.min_insync_replicas:
         raise KafkaError(
             ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -106,6 +128,28 @@ def _append(
     out.log_start_offset = info.log_start_offset
     ctx.broker.replicas.delayed.notify(partition.tp)  # followers long-polling for new data
     return info.last_offset + 1 if acks == -1 else None
+
+
+def _check_keys(batches: object, headers: list[BatchHeader]) -> None:
+    """Compacted topics keep the latest record per key, so a record without a key could never be
+    kept: refuse the partition's records, naming each keyless one (index across the request's
+    records for this partition, which is Kafka's batch index for the usual one batch)."""
+    missing: list[int] = []
+    index = 0
+    try:
+        for header in headers:
+            for record in iter_records(batches, header):  # type: ignore[arg-type]
+                if record.key is None:
+                    missing.append(index)
+                index += 1
+    except (ValueError, IndexError) as e:  # a record area that does not decode
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"records do not decode: {e}") from None
+    if missing:
+        errors = [(i, "Compacted topic cannot accept message without key.") for i in missing]
+        raise RejectedRecordsError(
+            f"{len(missing)} of {index} records have no key, which a compacted topic cannot accept",
+            errors[:MAX_RECORD_ERRORS],
+        )
 
 
 async def _await_replication(
