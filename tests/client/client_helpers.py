@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zkafka.server.launcher import LocalCluster
+from zkafka.testing.cluster import TEST_BROKER_DEFAULTS
 from zkafka.testing.zookeeper import chrooted
 from zkafka.zk.server import ZooKeeperServer
 
@@ -26,6 +27,7 @@ def local_cluster(
     """`brokers` broker processes in a fresh chroot; always stopped (SIGTERM, then SIGKILL)."""
     with chrooted(zookeeper) as connect:
         cluster = LocalCluster(directory)
+        cluster.broker_overrides.update(TEST_BROKER_DEFAULTS)
         try:
             cluster.up(brokers, zookeeper=connect, overrides=overrides, timeout=60)
             yield cluster

@@ -204,6 +204,13 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
         down = zkafka_cli("cluster", "down", "--dir", str(directory), timeout=90)
     assert "stopped cluster" in ok(down)
     assert len(pids) == 3 and not any(_alive(pid) for pid in pids)
+    # One broker at a time, the controller last: the first one's controlled shutdown succeeds and
+    # the last one, with nowhere to move its leaderships, stops at once instead of retrying.
+    logs = [p.read_text() for p in sorted(directory.glob("broker-*/server.log"))]
+    assert sum("controlled shutdown succeeded" in text for text in logs) == 1
+    assert sum("no other live broker can take over" in text for text in logs) == 1
+    assert not any("did not complete" in text for text in logs)
+    assert not any("clean shutdown: False" in text for text in logs)  # fresh brokers: nothing to recover
     assert not LocalCluster.load(directory).running()
     assert "not running" in ok(zkafka_cli("cluster", "down", "--dir", str(directory)))
     assert "no cluster" in failed(zkafka_cli("cluster", "status", "--dir", str(tmp_path / "none")))

@@ -22,7 +22,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkafka.records.batch import iter_headers
 from zkafka.server.launcher import LocalCluster
-from zkafka.testing.cluster import wait_until_ready
+from zkafka.testing.cluster import TEST_BROKER_DEFAULTS, wait_until_ready
 from zkafka.testing.polling import wait_for
 from zkafka.testing.zookeeper import new_chroot
 from zkafka.zk.server import ZooKeeperServer
@@ -175,6 +175,7 @@ def running(
     """`brokers` broker processes with FAST settings in a fresh chroot. At the end every process is
     resumed and SIGKILLed (a clean shutdown is not what these tests are about, and it is slower)."""
     local = LocalCluster(Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster"))
+    local.broker_overrides.update(TEST_BROKER_DEFAULTS)
     local.broker_overrides.update(FAST)
     local.broker_overrides.update(overrides or {})
     cluster: Cluster | None = None

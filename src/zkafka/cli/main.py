@@ -2,7 +2,10 @@
 
 Each subcommand group lives in its own module of this package and exposes
 `register(subparsers)`, which adds its parsers and sets `func` to a callable taking the parsed
-namespace and returning an exit code. Adding a command means adding a module name to COMMANDS.
+namespace and returning an exit code. Adding a command means adding its name and module to
+COMMANDS. Only the module of the command being run is imported (Spark, rich and the client stack
+are not loaded to print `--help` of one command or to start a broker); `zkafka --help` loads them
+all to list every command with its own help line.
 """
 
 from __future__ import annotations
@@ -10,50 +13,102 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from zkafka.cli.errors import CliError
 from zkafka.logs import RepeatFilter
 
-COMMANDS = (
-    "zkafka.cli.zookeeper",
-    "zkafka.cli.server",
-    "zkafka.cli.zk",
-    "zkafka.cli.perf",
-    "zkafka.cli.demo",
-    "zkafka.cli.topics",
-    "zkafka.cli.configs",
-    "zkafka.cli.console",
-    "zkafka.cli.cluster",
-    "zkafka.cli.consumer_groups",
-    "zkafka.cli.reassign",
-    "zkafka.cli.leader_election",
-)
+COMMANDS = {
+    "zookeeper-start": "zkafka.cli.zookeeper",
+    "server-start": "zkafka.cli.server",
+    "zk": "zkafka.cli.zk",
+    "perf": "zkafka.cli.perf",
+    "demo": "zkafka.cli.demo",
+    "topics": "zkafka.cli.topics",
+    "configs": "zkafka.cli.configs",
+    "console-producer": "zkafka.cli.console",
+    "console-consumer": "zkafka.cli.console",
+    "cluster": "zkafka.cli.cluster",
+    "consumer-groups": "zkafka.cli.consumer_groups",
+    "reassign-partitions": "zkafka.cli.reassign",
+    "leader-election": "zkafka.cli.leader_election",
+    "pipeline": "zkafka.cli.pipeline",
+}
+"""command name -> the module whose `register` adds it (one module may add several commands)."""
+
+LOG_LEVEL_HELP = "Python log level (default WARNING); accepted before or after the command"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def zkafka_version() -> str:
+    try:
+        return version("zkafka")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with `command`'s module registered, or every module when `command` is None or
+    not a known command (so argparse lists the choices)."""
     parser = argparse.ArgumentParser(
         prog="zkafka",
         description="A Kafka-compatible commit log with its cluster metadata in ZooKeeper.",
     )
-    parser.add_argument("--log-level", default="WARNING", help="Python log level (default WARNING)")
+    parser.add_argument("--log-level", default="WARNING", help=LOG_LEVEL_HELP)
+    parser.add_argument("--version", action="version", version=f"zkafka {zkafka_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in modules:
         importlib.import_module(name).register(sub)
+    _accept_log_level_everywhere(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _accept_log_level_everywhere(sub: argparse._SubParsersAction) -> None:
+    """Kafka's tools take their options in any position; `--log-level` after the command too."""
+    for parser in set(sub.choices.values()):
+        if "--log-level" not in parser._option_string_actions:
+            parser.add_argument("--log-level", default=argparse.SUPPRESS, help=LOG_LEVEL_HELP)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_log_level_everywhere(action)
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The first word that names a command (the only positional the top level has)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word == "--log-level":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def configure_logging(level_name: str) -> None:
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        level=getattr(logging, str(level_name).upper(), logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     # kazoo warns on every reconnect attempt while ZooKeeper is away: one line a minute says as much.
     for handler in logging.getLogger().handlers:
         handler.addFilter(RepeatFilter("kazoo"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    if command is None and "--version" in argv:
+        print(f"zkafka {zkafka_version()}")  # without loading every command module
+        return 0
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -64,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # Output piped into `head` and the reader went away: not an error worth a traceback.
+        # Point stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from zkafka.cli.errors import CliError
 from zkafka.config import ConfigError, load_broker_config
+from zkafka.zk.errors import ZkError
 
 log = logging.getLogger("zkafka.server")
 
@@ -71,7 +72,10 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     try:
         await broker.start()
     except Exception as e:
-        log.exception("broker failed to start")
+        # Expected failures (ZooKeeper unreachable, broker id in use, a bad log dir) are one line;
+        # a traceback only says more for the unexpected ones.
+        expected = isinstance(e, ZkError | OSError)
+        log.error("broker failed to start: %s", e, exc_info=None if expected else e)
         await broker.stop()
         raise CliError(f"broker failed to start: {e}") from None
     print(f"zkafka broker {broker.broker_id} started (cluster {broker.cluster_id})", flush=True)

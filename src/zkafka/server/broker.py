@@ -292,11 +292,18 @@ class Broker:
                 if await self._controlled_shutdown_once():
                     log.info("controlled shutdown succeeded")
                     return True
+                if not await self._other_brokers_registered():
+                    # The last broker standing: retrying cannot find its partitions a new home.
+                    log.info("controlled shutdown: no other live broker can take over; stopping")
+                    return False
             except Exception as e:
                 log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
             await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
         log.warning("controlled shutdown did not complete; stopping anyway")
         return False
+
+    async def _other_brokers_registered(self) -> bool:
+        return bool(set(await self.zk_call(self.zk.get_all_broker_ids)) - {self.broker_id})
 
     async def _controlled_shutdown_once(self) -> bool:
         from zkafka.client.connection import BrokerConnection

@@ -152,7 +152,6 @@ class LocalCluster:
             "log.dirs": str(bdir / "logs"),
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
-            "offsets.topic.replication.factor": "1",
             "num.partitions": "1",
         }
         props.update(self.broker_overrides)
@@ -221,14 +220,14 @@ class LocalCluster:
         return _alive(self.brokers[broker_id].pid)
 
     def down(self, timeout: float = 30.0) -> None:
-        """SIGTERM every broker at once (each does a controlled shutdown), SIGKILL the ones still
-        running after `timeout`, then stop the embedded ZooKeeper the same way."""
-        for broker_id in list(self.brokers):
-            self.signal_broker(broker_id, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for broker_id in list(self.brokers):
-            if not self.wait_broker_exit(broker_id, max(deadline - time.monotonic(), 0.1)):
-                self.kill_broker(broker_id)
+        """Stop the brokers one at a time with SIGTERM (each does a controlled shutdown, moving its
+        leaderships to brokers that stay up), the controller last so it is there to serve every
+        other broker's controlled shutdown; SIGKILL a broker still running after `timeout`. Then
+        stop the embedded ZooKeeper the same way."""
+        live = [b for b in self.brokers if self.broker_alive(b)]
+        controller = self._controller_id() if len(live) > 1 else None
+        for broker_id in sorted(live, key=lambda b: (b == controller, b)):
+            self.stop_broker(broker_id, timeout)
         if self.zookeeper_embedded and self.zookeeper_pid and _alive(self.zookeeper_pid):
             os.kill(self.zookeeper_pid, signal.SIGTERM)
             deadline = time.monotonic() + 20
@@ -242,6 +241,21 @@ class LocalCluster:
                     os.killpg(self.zookeeper_pid, signal.SIGKILL)
                 if self._zk_popen is not None:
                     self._zk_popen.wait(10)
+
+    def _controller_id(self) -> int | None:
+        """The active controller, or None if ZooKeeper does not answer quickly (then any order)."""
+        from zkafka.zk.client import KafkaZkClient
+
+        try:
+            zk = KafkaZkClient(self.zookeeper_connect, connection_timeout_ms=2000, create_chroot=False)
+        except Exception:
+            return None
+        try:
+            return zk.get_controller_id()
+        except Exception:
+            return None
+        finally:
+            zk.close()
 
     # -- whole-cluster lifecycle -------------------------------------------------------------------
     def up(

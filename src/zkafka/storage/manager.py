@@ -186,9 +186,11 @@ class LogManager:
                 topic_partition=tp,
             )
             self._dir_of[tp] = log_dir
-        log.info(
-            "loaded %d logs from %s (clean shutdown: %s)", self.logs_in_dir_count(log_dir), log_dir, clean
-        )
+        count = self.logs_in_dir_count(log_dir)
+        if count == 0:
+            log.info("no logs in %s yet", log_dir)  # a fresh dir: no shutdown, clean or not, to report
+        else:
+            log.info("loaded %d logs from %s (clean shutdown: %s)", count, log_dir, clean)
 
     def _abort_startup(self) -> None:
         for lg in self._logs.values():

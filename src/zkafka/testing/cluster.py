@@ -17,6 +17,10 @@ from zkafka.server.launcher import LocalCluster
 from zkafka.testing.zookeeper import new_chroot
 from zkafka.zk.server import ZooKeeperServer
 
+TEST_BROKER_DEFAULTS = {"offsets.topic.replication.factor": "1"}
+"""Test clusters keep `__consumer_offsets` on one replica (fast to create; the tests that need it
+replicated say so). `cluster up` uses Kafka's default of 3, capped to the live brokers."""
+
 
 def wait_until_ready(cluster: LocalCluster, timeout: float = 60.0) -> None:
     """Every live broker answers Metadata listing all live brokers and a controller."""
@@ -56,6 +60,7 @@ def running_cluster(
     cluster = LocalCluster(
         Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster")
     )
+    cluster.broker_overrides.update(TEST_BROKER_DEFAULTS)
     cluster.broker_overrides.update(overrides or {})
     try:
         for i in range(1, brokers + 1):
