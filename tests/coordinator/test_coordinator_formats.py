@@ -9,7 +9,7 @@ from coordinator_harness import decode_record
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkafka.coordinator.consumer_protocol import (
+from zkafka.protocol.groups.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -17,7 +17,7 @@ from zkafka.coordinator.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from zkafka.coordinator.formats import (
+from zkafka.protocol.groups.formats import (
     CorruptCoordinatorRecordError,
     GroupKey,
     GroupValue,
@@ -32,7 +32,7 @@ from zkafka.coordinator.formats import (
     encode_offset_key,
     encode_offset_value,
 )
-from zkafka.coordinator.partitioning import java_abs, java_string_hashcode, offsets_partition_for
+from zkafka.protocol.groups.partitioning import java_abs, java_string_hashcode, offsets_partition_for
 
 text = st.text(max_size=20)
 i32 = st.integers(-(2**31), 2**31 - 1)

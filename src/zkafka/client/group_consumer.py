@@ -28,7 +28,8 @@ from zkafka.client.cluster import Cluster
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError
 from zkafka.client.types import TopicPartition
-from zkafka.coordinator.consumer_protocol import (
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.groups.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
     Subscription,
@@ -37,8 +38,7 @@ from zkafka.coordinator.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from zkafka.coordinator.formats import CorruptCoordinatorRecordError
-from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.groups.formats import CorruptCoordinatorRecordError
 from zkafka.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,

@@ -52,8 +52,8 @@ from zkafka.client.cluster import METADATA_ERRORS
 from zkafka.client.consumer import Consumer
 from zkafka.client.errors import ClientClosedError, ClientError, ConfigError
 from zkafka.client.types import ConsumedRecord, TopicPartition
-from zkafka.coordinator.partitioning import java_string_hashcode
 from zkafka.protocol import KafkaError
+from zkafka.protocol.groups.partitioning import java_string_hashcode
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConsumerRegistration, SubscriptionPattern
 from zkafka.zk.model import TopicPartition as ZkTopicPartition

@@ -24,17 +24,8 @@ from typing import Any
 
 from zkafka.coordinator.config import GroupConfig
 from zkafka.coordinator.expiry import expired_offsets, tombstones
-from zkafka.coordinator.formats import (
-    GroupKey,
-    OffsetKey,
-    OffsetValue,
-    encode_group_key,
-    encode_offset_key,
-    encode_offset_value,
-)
 from zkafka.coordinator.group import Group, GroupState, OffsetAndMetadata
 from zkafka.coordinator.membership import GroupMembership, JoinResult, SyncResult
-from zkafka.coordinator.partitioning import offsets_partition_for
 from zkafka.coordinator.store import (
     KeyValue,
     LoadedPartition,
@@ -44,6 +35,15 @@ from zkafka.coordinator.store import (
     read_partition,
 )
 from zkafka.protocol import ErrorCode
+from zkafka.protocol.groups.formats import (
+    GroupKey,
+    OffsetKey,
+    OffsetValue,
+    encode_group_key,
+    encode_offset_key,
+    encode_offset_value,
+)
+from zkafka.protocol.groups.partitioning import offsets_partition_for
 from zkafka.storage.naming import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class GroupCoordinator(GroupMembership):
             self.loading.discard(partition)
             return
         try:
-            loaded = await asyncio.get_running_loop().run_in_executor(None, read_partition, leader.log)
+            loaded = await asyncio.get_running_loop().run_in_executor(None, read_partition, leader)
         except Exception:
             log.exception("loading __consumer_offsets-%d failed", partition)
             if self._load_epoch.get(partition) == epoch:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from zkafka.coordinator.formats import GroupKey, OffsetKey, encode_group_key, encode_offset_key
 from zkafka.coordinator.group import Group, GroupState, OffsetAndMetadata
 from zkafka.coordinator.store import KeyValue
+from zkafka.protocol.groups.formats import GroupKey, OffsetKey, encode_group_key, encode_offset_key
 from zkafka.storage.naming import TopicPartition
 
 

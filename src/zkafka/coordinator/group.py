@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkafka.coordinator.consumer_protocol import PROTOCOL_TYPE, decode_subscription
-from zkafka.coordinator.formats import CorruptCoordinatorRecordError, GroupValue, MemberValue
+from zkafka.protocol.groups.consumer_protocol import PROTOCOL_TYPE, decode_subscription
+from zkafka.protocol.groups.formats import CorruptCoordinatorRecordError, GroupValue, MemberValue
 from zkafka.storage.naming import TopicPartition
 
 

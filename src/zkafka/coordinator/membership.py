@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkafka.coordinator.config import GroupConfig
-from zkafka.coordinator.formats import GroupKey, encode_group_key, encode_group_value
 from zkafka.coordinator.group import Group, GroupState, Member
 from zkafka.coordinator.store import OffsetsTopicStore, group_append_error
 from zkafka.protocol import ErrorCode
+from zkafka.protocol.groups.formats import GroupKey, encode_group_key, encode_group_value
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,11 @@
 """Reading and writing the `__consumer_offsets` partitions this broker leads.
 
-Writes go through the same leader append as Produce (`Partition.append_as_leader`): offsets get
+Writes go through the broker's one leader append, the same as Produce's, seen here only as the
+narrow `PartitionLeaders` interface (the broker's replica manager implements it): offsets get
 assigned there, followers fetch the batch like any other, and with
 `offsets.commit.required.acks=-1` (Kafka's default) the write completes only when the high
-watermark covers it -- the delayed-operation machinery wakes us, nothing polls. Errors come back
-as the produce-path ErrorCode; the coordinator maps them to what group clients expect.
+watermark covers it -- the broker wakes us, nothing polls. Errors come back as the produce-path
+ErrorCode; the coordinator maps them to what group clients expect.
 
 Loading replays a partition from its log start: the last record per key wins and a null value
 deletes (reference group-coordinator §2 "Loading"). It is plain disk reading, run off the loop.
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from zkafka.coordinator.formats import (
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.groups.formats import (
     CorruptCoordinatorRecordError,
     GroupKey,
     GroupValue,
@@ -27,8 +30,8 @@ from zkafka.coordinator.formats import (
     decode_key,
     decode_offset_value,
 )
-from zkafka.protocol import ErrorCode
 from zkafka.records import (
+    BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
     Record,
@@ -36,10 +39,7 @@ from zkafka.records import (
     iter_records,
     validate_batches,
 )
-from zkafka.server.partition import Partition
-from zkafka.server.replica_manager import ReplicaManager
-from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
-from zkafka.storage.log import Log
+from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
 
@@ -69,10 +69,35 @@ def offsets_tp(partition: int) -> TopicPartition:
     return TopicPartition(GROUP_METADATA_TOPIC, partition)
 
 
+class PartitionLeaders(Protocol):
+    """What the store needs of the broker: the partitions it leads, and its acks=all write path."""
+
+    def leader_log(self, tp: TopicPartition) -> Log | None:
+        """The log of `tp` while this broker leads it."""
+        ...
+
+    def append_to_leader(
+        self,
+        tp: TopicPartition,
+        batches: bytearray | memoryview,
+        headers: list[BatchHeader],
+        *,
+        required_acks: int,
+    ) -> tuple[AppendInfo, int]:
+        """(what was appended, the leader epoch it was appended in); KafkaError if it was not."""
+        ...
+
+    async def wait_for_replication(
+        self, required: Mapping[TopicPartition, tuple[int, int]], timeout_s: float
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Per partition (offset to reach, leader epoch of the append): the acks=all outcome."""
+        ...
+
+
 class OffsetsTopicStore:
     def __init__(
         self,
-        replicas: ReplicaManager,
+        replicas: PartitionLeaders,
         *,
         compression: int = 0,
         commit_timeout_ms: int = 5000,
@@ -85,17 +110,15 @@ class OffsetsTopicStore:
         self.required_acks = required_acks
         self._clock = clock
 
-    def leader(self, partition: int) -> Partition | None:
-        p = self.replicas.get_partition(offsets_tp(partition))
-        return p if p is not None and p.is_leader else None
+    def leader(self, partition: int) -> Log | None:
+        """The log of `__consumer_offsets-<partition>` while this broker leads it."""
+        return self.replicas.leader_log(offsets_tp(partition))
 
     async def append(self, partition: int, records: Sequence[KeyValue], *, wait: bool = True) -> AppendResult:
         """Append one batch; with `wait` (and acks=-1) return once it is replicated to the ISR."""
-        p = self.leader(partition)
-        if p is None:
+        tp = offsets_tp(partition)
+        if self.leader(partition) is None:  # moved away: the coordinator answers NOT_COORDINATOR
             return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if self.required_acks == -1 and len(p.isr) < p.log.config.min_insync_replicas:
-            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS)
         now = int(self._clock() * 1000)
         try:
             batch = bytearray(
@@ -106,34 +129,16 @@ class OffsetsTopicStore:
                 )
             )
             headers = validate_batches(batch)
-            epoch = p.leader_epoch
-            info = p.append_as_leader(batch, headers)
-        except RecordTooLargeError:
-            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE)
-        except RecordBatchTooLargeError:
-            return AppendResult(ErrorCode.RECORD_LIST_TOO_LARGE)
+            info, epoch = self.replicas.append_to_leader(tp, batch, headers, required_acks=self.required_acks)
         except (CorruptRecordError, InvalidRecordError):
             return AppendResult(ErrorCode.INVALID_RECORD)
-        except StorageError as e:
-            log.error("append to %s failed: %s", p.tp, e)
-            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR)
-        self.replicas.delayed.notify(p.tp)  # followers long-polling for new data
+        except KafkaError as e:
+            return AppendResult(e.code)
         if not wait or self.required_acks != -1:
             return AppendResult(ErrorCode.NONE, info.first_offset)
-        required = info.last_offset + 1
-
-        def still_leader() -> bool:
-            return p.is_leader and p.leader_epoch == epoch
-
-        def done() -> bool:
-            return p.high_watermark >= required or not still_leader()
-
-        await self.replicas.delayed.wait([p.tp], done, self.commit_timeout_ms / 1000)
-        if not still_leader():
-            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, info.first_offset)
-        if p.high_watermark < required:
-            return AppendResult(ErrorCode.REQUEST_TIMED_OUT, info.first_offset)
-        return AppendResult(ErrorCode.NONE, info.first_offset)
+        required = {tp: (info.last_offset + 1, epoch)}
+        outcome = await self.replicas.wait_for_replication(required, self.commit_timeout_ms / 1000)
+        return AppendResult(outcome[tp], info.first_offset)
 
 
 def read_partition(log_: Log) -> LoadedPartition:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from zkafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from zkafka.protocol.headers import RequestHeader
+    from zkafka.protocol.header_types import RequestHeader
 
 
 class ProtocolError(Exception):

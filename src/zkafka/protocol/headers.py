@@ -17,29 +17,16 @@ ControlledShutdown v0 uses request header v0; ApiVersions responses always use h
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Final
 
 from zkafka.protocol import primitives as prim
 from zkafka.protocol.api_keys import ApiKey
 from zkafka.protocol.exceptions import MalformedRequestError
+from zkafka.protocol.header_types import RequestHeader, ResponseHeader
 from zkafka.protocol.schemas import SPECS
 
 _FIXED: Final = struct.Struct(">hhi")
 FIXED_REQUEST_HEADER_SIZE: Final = _FIXED.size
-
-
-@dataclass(slots=True)
-class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None = None
-
-
-@dataclass(slots=True)
-class ResponseHeader:
-    correlation_id: int
 
 
 def request_header_version(api_key: int, api_version: int) -> int:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from zkafka.config import BrokerConfig
-from zkafka.coordinator.service import CoordinatorService
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.server.apis import HANDLERS
+from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dispatcher import Dispatcher
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache
@@ -63,7 +63,7 @@ class Broker:
         self.controller: Any = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr: IsrManager = None  # type: ignore[assignment]
-        self.group_coordinator: Any = None  # zkafka.coordinator.service.CoordinatorService
+        self.group_coordinator: Any = None  # zkafka.server.coordinator_service.CoordinatorService
         self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[KafkaConnection] = set()
         self.bound_ports: dict[str, int] = {}

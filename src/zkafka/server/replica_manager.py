@@ -3,18 +3,26 @@
 LeaderAndIsr requests make a replica leader or follower (only when they carry a newer leader
 epoch), StopReplica stops (and optionally deletes) replicas. Followers are handed to the replica
 fetchers; leaders serve produce and fetch. Everything runs on the broker's event loop.
+
+The one acks=all write path lives here: `append_to_leader` appends to a partition this broker leads
+and `wait_for_replication` waits (woken by high-watermark moves, never polling) until the ISR has
+it. Produce and the group coordinator's `__consumer_offsets` writes both go through them; the
+coordinator sees only those methods (`zkafka.coordinator.store.PartitionLeaders`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from zkafka.protocol import ErrorCode
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.records.batch import BatchHeader
 from zkafka.server.delayed import DelayedOperations
 from zkafka.server.partition import LeaderState, Partition
+from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
+from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
 
@@ -26,6 +34,16 @@ class PartitionStateChange:
     tp: TopicPartition
     state: LeaderState
     is_new: bool = False
+
+
+def check_min_isr(partition: Partition, required_acks: int) -> None:
+    """acks=all needs `min.insync.replicas` in the ISR before anything is appended."""
+    min_isr = partition.log.config.min_insync_replicas
+    if required_acks == -1 and len(partition.isr) < min_isr:
+        raise KafkaError(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"ISR {list(partition.isr)} is smaller than min.insync.replicas={min_isr}",
+        )
 
 
 class FollowerHooks:
@@ -60,16 +78,79 @@ class ReplicaManager:
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
 
+    def leader_log(self, tp: TopicPartition) -> Log | None:
+        """The log of `tp` while this broker leads it."""
+        p = self.partitions.get(tp)
+        return p.log if p is not None and p.is_leader else None
+
     def leader_partition(self, tp: TopicPartition) -> Partition:
         """The partition if this broker leads it, else a KafkaError with the code clients expect."""
-        from zkafka.protocol import KafkaError
-
         p = self.partitions.get(tp)
         if p is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted by this broker")
         if not p.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"this broker is not the leader of {tp}")
         return p
+
+    # -- the write path -------------------------------------------------------------------------------
+    def append_to_leader(
+        self,
+        tp: TopicPartition,
+        batches: bytearray | memoryview,
+        headers: list[BatchHeader],
+        *,
+        required_acks: int,
+    ) -> tuple[AppendInfo, int]:
+        """Append validated batches to `tp`, led here: (what was appended, the leader epoch it was
+        appended in). KafkaError with the code a producer expects when it cannot be."""
+        p = self.leader_partition(tp)
+        check_min_isr(p, required_acks)
+        epoch = p.leader_epoch
+        try:
+            info = p.append_as_leader(batches, headers)
+        except RecordTooLargeError as e:
+            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, str(e)) from None
+        except RecordBatchTooLargeError as e:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, str(e)) from None
+        except StorageError as e:
+            log.error("append to %s failed: %s", tp, e)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
+        self.delayed.notify(tp)  # followers long-polling for new data
+        return info, epoch
+
+    async def wait_for_replication(
+        self, required: Mapping[TopicPartition, tuple[int, int]], timeout_s: float
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Wait until each partition's high watermark reaches its required offset (acks=all), for
+        `required[tp] = (offset, leader epoch of the append)`. Per partition: NONE, or
+        NOT_LEADER_OR_FOLLOWER (leadership moved, even if it came back: the append may be gone),
+        REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below min.insync)."""
+
+        def still_leader(tp: TopicPartition, epoch: int) -> Partition | None:
+            p = self.partitions.get(tp)
+            return p if p is not None and p.is_leader and p.leader_epoch == epoch else None
+
+        def done() -> bool:
+            for tp, (offset, epoch) in required.items():
+                p = still_leader(tp, epoch)
+                if p is not None and p.high_watermark < offset:
+                    return False
+            return True
+
+        if required:
+            await self.delayed.wait(list(required), done, timeout_s)
+        out: dict[TopicPartition, ErrorCode] = {}
+        for tp, (offset, epoch) in required.items():
+            p = still_leader(tp, epoch)
+            if p is None:
+                out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif p.high_watermark < offset:
+                out[tp] = ErrorCode.REQUEST_TIMED_OUT
+            elif len(p.isr) < p.log.config.min_insync_replicas:
+                out[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            else:
+                out[tp] = ErrorCode.NONE
+        return out
 
     def _on_high_watermark(self, tp: TopicPartition) -> None:
         self.delayed.notify(tp)

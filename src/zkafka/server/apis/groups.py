@@ -10,7 +10,6 @@ wait for their records to be replicated.
 from __future__ import annotations
 
 from zkafka.coordinator.coordinator import CommitRequest, GroupCoordinator
-from zkafka.coordinator.service import CoordinatorService
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     DeleteGroupsRequest,
@@ -34,6 +33,7 @@ from zkafka.protocol.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dispatcher import RequestContext
 from zkafka.storage.naming import TopicPartition
 

@@ -23,7 +23,7 @@ from zkafka.records.record import iter_records
 from zkafka.server.dispatcher import RequestContext
 from zkafka.server.network import NO_RESPONSE, _NoResponse
 from zkafka.server.partition import Partition
-from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
+from zkafka.server.replica_manager import check_min_isr
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.topic_names import is_internal_topic
 
@@ -47,7 +47,7 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
     replicas = ctx.broker.replicas
     acks = request.acks
     results: dict[TopicPartition, Resp.PartitionProduceResponse] = {}
-    waiting: dict[TopicPartition, tuple[Partition, int]] = {}  # tp -> (partition, required HW)
+    waiting: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (required HW, leader epoch)
     for t in request.topic_data:
         for pd in t.partition_data:
             tp = TopicPartition(t.name, pd.index)
@@ -63,7 +63,7 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
                 partition = replicas.leader_partition(tp)
                 required = _append(ctx, partition, pd.records, acks, out)
                 if required is not None:
-                    waiting[tp] = (partition, required)
+                    waiting[tp] = required
             except RejectedRecordsError as e:
                 out.error_code, out.error_message = e.code, e.message
                 out.record_errors = [
@@ -84,8 +84,9 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
 
 def _append(
     ctx: RequestContext, partition: Partition, records: object, acks: int, out: Resp.PartitionProduceResponse
-) -> int | None:
-    """Append one partition's batches; returns the high watermark acks=all must wait for."""
+) -> tuple[int, int] | None:
+    """Append one partition's batches; for acks=all, (the high watermark to wait for, the leader
+    epoch it must be reached in)."""
     if records is None or len(records) == 0:  # type: ignore[arg-type]
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
     # The network layer hands us a frame we own: the records are a writable view into it, so
@@ -102,32 +103,19 @@ def _append(
             raise KafkaError(ErrorCode.INVALID_RECORD, "transactional produce is not supported by zkafka")
         if h.compression == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
-    config = partition.log.config
-    if config.compact:
+    if partition.log.config.compact:
         _check_keys(batches, headers)
-    if acks == -1 and len(partition.isr) < config.min_insync_replicas:
-        raise KafkaError(
-            ErrorCode.NOT_ENOUGH_REPLICAS,
-            f"ISR {list(partition.isr)} is smaller than min.insync.replicas={config.min_insync_replicas}",
-        )
+    check_min_isr(partition, acks)  # before the duplicate check, as Kafka orders them
     duplicate = partition.check_producer_state(headers)
     if duplicate is not None:
         out.base_offset = duplicate.first_offset
         out.log_start_offset = partition.log.log_start_offset
-        return duplicate.last_offset + 1 if acks == -1 else None
-    try:
-        info = partition.append_as_leader(batches, headers)
-    except RecordTooLargeError as e:
-        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, str(e)) from None
-    except RecordBatchTooLargeError as e:
-        raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, str(e)) from None
-    except StorageError as e:
-        raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
+        return (duplicate.last_offset + 1, partition.leader_epoch) if acks == -1 else None
+    info, epoch = ctx.broker.replicas.append_to_leader(partition.tp, batches, headers, required_acks=acks)
     out.base_offset = info.first_offset
     out.log_append_time_ms = info.log_append_time
     out.log_start_offset = info.log_start_offset
-    ctx.broker.replicas.delayed.notify(partition.tp)  # followers long-polling for new data
-    return info.last_offset + 1 if acks == -1 else None
+    return (info.last_offset + 1, epoch) if acks == -1 else None
 
 
 def _check_keys(batches: object, headers: list[BatchHeader]) -> None:
@@ -155,21 +143,12 @@ def _check_keys(batches: object, headers: list[BatchHeader]) -> None:
 async def _await_replication(
     ctx: RequestContext,
     results: dict[TopicPartition, Resp.PartitionProduceResponse],
-    waiting: dict[TopicPartition, tuple[Partition, int]],
+    waiting: dict[TopicPartition, tuple[int, int]],
     timeout_ms: int,
 ) -> Resp:
-    def replicated() -> bool:
-        return all(p.high_watermark >= hw or not p.is_leader for p, hw in waiting.values())
-
-    await ctx.broker.replicas.delayed.wait(list(waiting), replicated, timeout_ms / 1000)
-    for tp, (p, hw) in waiting.items():
-        out = results[tp]
-        if not p.is_leader:
-            out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        elif p.high_watermark < hw:
-            out.error_code = ErrorCode.REQUEST_TIMED_OUT
-        elif len(p.isr) < p.log.config.min_insync_replicas:
-            out.error_code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    errors = await ctx.broker.replicas.wait_for_replication(waiting, timeout_ms / 1000)
+    for tp, error in errors.items():
+        results[tp].error_code = error
     return _response(results)
 
 

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from zkafka.coordinator.formats import ByteReader, ByteWriter, CorruptCoordinatorRecordError
+from zkafka.protocol.groups.formats import ByteReader, ByteWriter, CorruptCoordinatorRecordError
 
 PROTOCOL_TYPE = "consumer"
 
