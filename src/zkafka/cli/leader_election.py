@@ -219,12 +219,9 @@ def _elect_via_brokers(
     from zkafka.cli.topics import client_errors
     from zkafka.client.admin import ElectionType
     from zkafka.client.sync import SyncAdminClient
-    from zkafka.client.types import TopicPartition as ClientTopicPartition
 
     kind = ElectionType[election_type.upper()]
-    partitions = (
-        None if requested is None else [ClientTopicPartition(tp.topic, tp.partition) for tp in requested]
-    )
+    partitions = None if requested is None else list(requested)
     with client_errors(), SyncAdminClient(bootstrap, request_timeout_ms=int(timeout_s * 1000)) as admin:
         results = admin.elect_leaders(partitions, kind, timeout_ms=int(timeout_s * 1000))
     succeeded = sorted(tp for tp, e in results.items() if e is None)

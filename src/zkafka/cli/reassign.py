@@ -596,12 +596,6 @@ def _run_via_brokers(args: argparse.Namespace, plan: Plan) -> int:
         return _report(progress_from_brokers(admin, plan))
 
 
-def _client_tps(tps: Iterable[TopicPartition]) -> list[Any]:
-    from zkafka.client.types import TopicPartition as ClientTopicPartition
-
-    return [ClientTopicPartition(tp.topic, tp.partition) for tp in tps]
-
-
 def _failures(results: Mapping[Any, Any]) -> list[str]:
     return [
         f"  {tp.topic}-{tp.partition}: {e.code.name}: {e.message}"
@@ -620,7 +614,7 @@ def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool
         )
     _check_brokers_exist(plan, {b.node_id for b in admin.describe_cluster().brokers})
     _print_rollback_plan({tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan})
-    targets = dict(zip(_client_tps(plan), plan.values(), strict=True))
+    targets = dict(zip(list(plan), plan.values(), strict=True))
     errors = _failures(admin.alter_partition_reassignments(targets))
     if errors:
         raise CliError("Error reassigning partition(s):\n" + "\n".join(errors))
@@ -644,12 +638,12 @@ def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool
 
 
 def _cancel_via_brokers(admin: Any, plan: Plan) -> int:
-    ongoing = admin.list_partition_reassignments(_client_tps(plan))
+    ongoing = admin.list_partition_reassignments(list(plan))
     if ongoing:
         errors = _failures(admin.alter_partition_reassignments(dict.fromkeys(ongoing)))
         if errors:
             raise CliError("Error cancelling partition reassignment(s):\n" + "\n".join(errors))
-    cancelled = [TopicPartition(tp.topic, tp.partition) for tp in ongoing]
+    cancelled = list(ongoing)
     if cancelled:
         print(f"Successfully cancelled partition reassignments for: {_names(cancelled)}")
     else:
@@ -662,10 +656,7 @@ def progress_from_brokers(
 ) -> list[PartitionProgress]:
     """`partition_progress` from the brokers: ListPartitionReassignments names the partitions in
     progress, Metadata their replicas, leader and ISR."""
-    ongoing = {
-        TopicPartition(tp.topic, tp.partition): r
-        for tp, r in admin.list_partition_reassignments(_client_tps(plan)).items()
-    }
+    ongoing = admin.list_partition_reassignments(list(plan))
     described = admin.describe_topics(None)
     out = []
     for tp in sorted(plan):

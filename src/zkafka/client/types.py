@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from zkafka.protocol.topic_partition import TopicPartition as TopicPartition
 from zkafka.records import RecordHeader
 
 EARLIEST_TIMESTAMP = -2
 """ListOffsets "timestamp" asking for the log start offset."""
 LATEST_TIMESTAMP = -1
 """ListOffsets "timestamp" asking for the log end offset (high watermark / last stable offset)."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class RecordMetadata(NamedTuple):

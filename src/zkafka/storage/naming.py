@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
-from typing import NamedTuple
+
+from zkafka.protocol.topic_partition import TopicPartition as TopicPartition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -33,14 +34,6 @@ MAX_DIR_NAME_LENGTH = 255
 
 _DELETE_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-delete$")
 _OFFSET_PREFIX = re.compile(r"^\d{20}$")
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 def filename_prefix(offset: int) -> str:
