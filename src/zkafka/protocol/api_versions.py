@@ -60,6 +60,7 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 1),
+    ApiKey.DELETE_RECORDS: (0, 1),
     # Answered by the active controller only (NOT_CONTROLLER elsewhere); the flexible exceptions.
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),

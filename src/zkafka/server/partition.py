@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 @dataclass(slots=True)
 class FollowerState:
     log_end_offset: int = -1
+    log_start_offset: int = -1
+    """As the follower last reported it in a fetch (-1: unknown, before Fetch v5)."""
     last_fetch_ms: int = 0
     last_caught_up_ms: int = 0
 
@@ -143,15 +145,33 @@ class Partition:
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
     # -- leader: followers and the high watermark -------------------------------------------------
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def update_follower_fetch(
+        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> bool:
+        """Record a follower's fetch; True when its log start offset moved (DeleteRecords waits
+        on that)."""
         f = self.followers.get(replica_id)
         if f is None:
             f = self.followers[replica_id] = FollowerState()
+        start_moved = log_start_offset > f.log_start_offset
+        f.log_start_offset = max(f.log_start_offset, log_start_offset)
         f.log_end_offset = fetch_offset
         f.last_fetch_ms = now_ms
         if fetch_offset >= self.log.log_end_offset:
             f.last_caught_up_ms = now_ms
         self.maybe_increment_high_watermark()
+        return start_moved
+
+    def low_watermark(self) -> int:
+        """The smallest log start offset of the in-sync replicas: what DeleteRecords answers, and
+        how far every in-sync copy has really let go of old records."""
+        leader = self.state.leader if self.state is not None else -1
+        starts = [self.log.log_start_offset]
+        for r in self.isr:
+            if r != leader:
+                f = self.followers.get(r)
+                starts.append(f.log_start_offset if f is not None else -1)
+        return min(starts)
 
     def maybe_increment_high_watermark(self) -> bool:
         if not self.is_leader:

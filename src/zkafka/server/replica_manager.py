@@ -36,6 +36,11 @@ class PartitionStateChange:
     is_new: bool = False
 
 
+def low_watermark_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The delayed-operation key woken when a follower reports a new log start offset."""
+    return ("low-watermark", tp)
+
+
 def check_min_isr(partition: Partition, required_acks: int) -> None:
     """acks=all needs `min.insync.replicas` in the ISR before anything is appended."""
     min_isr = partition.log.config.min_insync_replicas

@@ -8,6 +8,7 @@ from zkafka.server.apis import (
     configs,
     controlled_shutdown,
     controller_requests,
+    delete_records,
     fetch,
     groups,
     leader_epochs,
@@ -50,4 +51,5 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
+    ApiKey.DELETE_RECORDS: delete_records.handle,
 }

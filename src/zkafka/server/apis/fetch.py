@@ -19,6 +19,7 @@ from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
+from zkafka.server.replica_manager import low_watermark_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
 from zkafka.storage.naming import TopicPartition
 
@@ -96,7 +97,10 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                 check_leader_epoch(part, p.current_leader_epoch)
                 log_ = part.log
                 if is_follower and record_follower:
-                    part.update_follower_fetch(request.replica_id, p.fetch_offset, now)
+                    if part.update_follower_fetch(
+                        request.replica_id, p.fetch_offset, now, p.log_start_offset
+                    ):
+                        replicas.delayed.notify(low_watermark_key(tp))
                     ctx.broker.isr.maybe_expand(part, request.replica_id)
                 end = _visible_end(part, is_follower)
                 out.high_watermark = part.high_watermark
