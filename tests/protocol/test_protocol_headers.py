@@ -29,9 +29,9 @@ from zkafka.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     ControlledShutdownRequest,
-    DeleteRecordsRequest,
     MetadataRequest,
     MetadataResponse,
+    OffsetDeleteRequest,
     ProduceRequest,
 )
 from zkafka.protocol.schemas import SPECS
@@ -175,9 +175,9 @@ def test_broker_table_narrows_accepted_versions() -> None:
     with pytest.raises(UnsupportedVersionError) as info:
         decode_request(body(frame), supported=BROKER_API_VERSIONS)
     assert info.value.header.correlation_id == 1
-    frame = encode_request(RequestHeader(21, 0, 2, "c"), DeleteRecordsRequest(timeout_ms=1))
+    frame = encode_request(RequestHeader(47, 0, 2, "c"), OffsetDeleteRequest(group_id="g"))
     decode_request(body(frame))
-    with pytest.raises(UnknownApiKeyError):  # the broker does not advertise DeleteRecords
+    with pytest.raises(UnknownApiKeyError):  # the broker does not advertise OffsetDelete
         decode_request(body(frame), supported=BROKER_API_VERSIONS)
     frame = encode_request(RequestHeader(0, 2, 3, "c"), ProduceRequest(acks=1))
     # Produce 0-2 are accepted (librdkafka 2.0.2 compresses only when they are advertised); a legacy
