@@ -446,22 +446,35 @@ def test_produce_to_unknown_topic_without_auto_create(port: int) -> None:
         assert list_offset(w, name).error_code == UNKNOWN_TOPIC_OR_PARTITION
 
 
-@pytest.mark.parametrize("magic", [0, 1])
-def test_produce_v2_with_a_legacy_message_set_is_unsupported_for_message_format(
-    port: int, topic: str, magic: int
+@pytest.mark.parametrize(("magic", "codec"), [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)])
+def test_produce_v2_with_a_legacy_message_set_is_converted(
+    port: int, topic: str, magic: int, codec: int
 ) -> None:
-    """Produce 0-2 are advertised (librdkafka 2.0.2 compresses only when they are), but zkafka
-    stores RecordBatch v2 only: a real legacy message set (built by kafka-python) is answered with
-    UNSUPPORTED_FOR_MESSAGE_FORMAT (43), nothing is appended, and the connection goes on."""
+    """Produce 0-2 clients send magic 0/1 message sets (built here by kafka-python): the broker
+    checks each message's CRC-32, opens wrappers and appends one RecordBatch v2 with the same keys,
+    values and (magic 1) timestamps; a message with a wrong CRC is CORRUPT_MESSAGE (2)."""
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-    legacy = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
-    legacy.append(0, timestamp=1000 if magic else None, key=b"k", value=b"legacy")
+    legacy = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+    for i in range(3):
+        legacy.append(i, timestamp=1000 + i if magic else None, key=b"k%d" % i, value=b"legacy-%d" % i)
+    data = bytes(legacy.build())
     with Wire(port) as w:
         before = latest(w, topic)
-        resp = w.call(produce_request(topic, bytes(legacy.build())), 2)
+        resp = w.call(produce_request(topic, data), 2)
         assert isinstance(resp, ProduceResponse)
         [p] = resp.responses[0].partition_responses
-        assert p.error_code == 43
-        assert latest(w, topic) == before
-        assert produce(w, topic, batch(b"v2 still fine")).error_code == 0
+        assert p.error_code == NONE and p.base_offset == before
+        assert latest(w, topic) == before + 3
+        answer = w.call(fetch_request(topic, before, max_wait_ms=0), FETCH_V)
+        assert isinstance(answer, FetchResponse)
+        records = [r for _h, r in iter_batch_records(bytes(answer.responses[0].partitions[0].records))]
+        assert [(r.offset, r.key, r.value) for r in records] == [
+            (before + i, b"k%d" % i, b"legacy-%d" % i) for i in range(3)
+        ]
+        assert [r.timestamp for r in records] == ([1000, 1001, 1002] if magic else [-1, -1, -1])
+        corrupt = bytearray(data)
+        corrupt[-1] ^= 0xFF
+        [bad] = w.call(produce_request(topic, bytes(corrupt)), 2).responses[0].partition_responses  # type: ignore[attr-defined]
+        assert bad.error_code == CORRUPT_MESSAGE
+        assert latest(w, topic) == before + 3

@@ -332,6 +332,9 @@ class BrokerConfig:
         "largest accepted CreateTime distance from the broker clock", at_least(0))
     compression_type: str = _key("compression.type", _COMPRESSION, "producer",
                                  "codec of stored batches; producer = keep the producer's")
+    log_message_downconversion_enable: bool = _key(
+        "log.message.downconversion.enable", BOOLEAN, True,
+        "convert stored batches for Fetch v0-v3 clients (false: UNSUPPORTED_VERSION)")
     num_recovery_threads_per_data_dir: int = _key("num.recovery.threads.per.data.dir", INT, 1,
                                                   "threads recovering logs at startup, per directory",
                                                   at_least(1))
@@ -559,6 +562,9 @@ LOG_CONFIG_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "min.insync.replicas": ("min_insync_replicas", ("min.insync.replicas",)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", ("unclean.leader.election.enable",)),
     "compression.type": ("compression_type", ("compression.type",)),
+    "message.downconversion.enable": (
+        "log_message_downconversion_enable", ("log.message.downconversion.enable",)
+    ),
 }
 
 assert LOG_CONFIG_SOURCES.keys() == TOPIC_CONFIG_KEYS.keys()

@@ -3,9 +3,10 @@
 Why these ranges (`reference/wire-protocol.md` §1.3): every version is non-flexible, so all
 five reference clients negotiate the classic encodings; Produce starts at 0 because librdkafka
 2.0.2 (kcat) compresses with gzip, snappy or lz4 only if the broker's Produce range overlaps
-[0, 0] (it sends v7 with RecordBatch v2 all the same; newer librdkafka dropped that check): a
-request that really carries a legacy v0/v1 MessageSet is answered per partition with
-UNSUPPORTED_FOR_MESSAGE_FORMAT, as zkafka stores RecordBatch v2 only; the group APIs start at 0
+[0, 0] (it sends v7 with RecordBatch v2 all the same; newer librdkafka dropped that check); a
+request that really carries a legacy magic 0/1 message set (kafka-go 0.2, kafka-python pinned to
+0.9/0.10) is converted to RecordBatch v2 on the way in, and Fetch v0-v3 answers are down-converted
+(`zkafka.records.legacy`); the group APIs start at 0
 because librdkafka 2.0.2 enables its balanced consumer only if v0 is in range; Fetch 0-4 and
 ListOffsets 0 serve Burrow, which never negotiates. Advertising a version means clients will use it: keep this
 table to what the broker really serves.

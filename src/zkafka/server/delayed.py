@@ -4,11 +4,17 @@ Used by acks=all produce (wait until the high watermark passes the appended offs
 long-poll fetch (wait until `min_bytes` are available). A waiter is registered under one or more
 keys (topic-partitions); whoever changes a key's state calls `notify(key)`, which re-evaluates
 only that key's waiters. There is no polling loop: an idle broker does no work.
+
+A timeout never fires early: the event loop's timers have millisecond granularity (uvloop rounds
+them), and a long-poll fetch answered a fraction of a millisecond before `max_wait_ms` makes
+clients that time their own deadlines (kafka-go) see data-less answers where they expect a timeout.
+The deadline is checked against `time.monotonic()` and the timer re-armed for what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
@@ -18,6 +24,8 @@ class _Waiter:
     check: Callable[[], bool]
     future: asyncio.Future[bool]
     keys: tuple[Hashable, ...]
+    deadline: float = 0.0
+    """time.monotonic() at which the waiter times out."""
     timer: asyncio.TimerHandle | None = field(default=None)
 
 
@@ -38,10 +46,10 @@ class DelayedOperations:
         if timeout_s <= 0:
             fut.set_result(False)
             return fut
-        waiter = _Waiter(check, fut, tuple(keys))
+        waiter = _Waiter(check, fut, tuple(keys), deadline=time.monotonic() + timeout_s)
         for k in waiter.keys:
             self._by_key.setdefault(k, set()).add(waiter)
-        waiter.timer = loop.call_later(timeout_s, self._finish, waiter, False)
+        waiter.timer = loop.call_later(timeout_s, self._expire, waiter)
         fut.add_done_callback(lambda _f: self._forget(waiter))
         return fut
 
@@ -64,6 +72,13 @@ class DelayedOperations:
 
     def __len__(self) -> int:
         return len({w for ws in self._by_key.values() for w in ws})
+
+    def _expire(self, waiter: _Waiter) -> None:
+        left = waiter.deadline - time.monotonic()
+        if left > 0 and not waiter.future.done():
+            waiter.timer = asyncio.get_running_loop().call_later(left + 0.0002, self._expire, waiter)
+            return
+        self._finish(waiter, False)
 
     def _finish(self, waiter: _Waiter, result: bool) -> None:
         if not waiter.future.done():

@@ -141,8 +141,11 @@ class LocalCluster:
             time.sleep(0.1)
 
     # -- brokers ---------------------------------------------------------------------------------
-    def add_broker(self, broker_id: int, overrides: dict[str, str] | None = None) -> BrokerProcess:
-        port = free_port()
+    def add_broker(
+        self, broker_id: int, overrides: dict[str, str] | None = None, *, port: int | None = None
+    ) -> BrokerProcess:
+        """Configure broker `broker_id` on `port` (default: a free loopback port)."""
+        port = port or free_port()
         bdir = self.directory / f"broker-{broker_id}"
         (bdir / "logs").mkdir(parents=True, exist_ok=True)
         broker = BrokerProcess(broker_id, port, str(bdir))

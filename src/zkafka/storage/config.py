@@ -80,6 +80,9 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
+    message_downconversion_enable: bool = True
+    """Fetch v0-v3 clients get magic 0/1 message sets converted from the stored batches; false
+    answers them UNSUPPORTED_VERSION instead."""
 
     @property
     def compact(self) -> bool:
@@ -152,6 +155,7 @@ TOPIC_CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "min.insync.replicas": ("min_insync_replicas", _int(1)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _parse_bool),
     "compression.type": ("compression_type", _compression),
+    "message.downconversion.enable": ("message_downconversion_enable", _parse_bool),
 }
 
 assert {a for a, _ in TOPIC_CONFIG_KEYS.values()} == {f.name for f in fields(LogConfig)}

@@ -7,6 +7,10 @@ the first non-empty partition is returned whole even when larger than the limits
 always makes progress. When less than `min_bytes` is available the request is parked
 (`zkafka.server.delayed`) until an append or a high-watermark move makes enough data visible, or
 `max_wait_ms` passes. Fetch sessions (v7+) are declined with session id 0 (KIP-227 allows it).
+
+Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
+or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
+Kafka does, unless the topic's `message.downconversion.enable` is false (UNSUPPORTED_VERSION).
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ from dataclasses import dataclass, field
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
+from zkafka.records.legacy import down_convert
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
 from zkafka.server.replica_manager import low_watermark_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
+from zkafka.storage.log import Log
 from zkafka.storage.naming import TopicPartition
 
 log = logging.getLogger(__name__)
 
 Resp = FetchResponse
+LONG_POLL_TICK_S = 0.001
+"""Kafka's purgatory expires requests on a 1 ms timing wheel, so an empty long-poll answer comes at
+or just after `max_wait_ms`; clients that send their own deadline truncated to whole milliseconds
+(kafka-go) rely on not hearing back before it."""
 
 
 @dataclass(slots=True)
@@ -47,11 +57,31 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -
     def enough() -> bool:
         return _available(ctx, request) >= request.min_bytes
 
-    await ctx.broker.replicas.delayed.wait(first.partitions, enough, request.max_wait_ms / 1000)
+    timeout_s = request.max_wait_ms / 1000 + LONG_POLL_TICK_S
+    await ctx.broker.replicas.delayed.wait(first.partitions, enough, timeout_s)
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
     return _read(ctx, request, record_follower=False).response
+
+
+FIRST_V2_FETCH_VERSION = 4
+
+
+def _legacy_magic(api_version: int) -> int | None:
+    """The message format a Fetch version can read, when it is not RecordBatch v2."""
+    if api_version >= FIRST_V2_FETCH_VERSION:
+        return None
+    return 0 if api_version <= 1 else 1
+
+
+def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
+    if not log_.config.message_downconversion_enable:
+        raise KafkaError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            "message.downconversion.enable is false: fetch with version 4 or later",
+        )
+    return down_convert(records.materialize(), magic)
 
 
 def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
@@ -81,6 +111,7 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
     replicas = ctx.broker.replicas
     is_follower = request.replica_id >= 0
     budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    legacy_magic = _legacy_magic(ctx.api_version)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
     topics = []
@@ -122,7 +153,11 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     min_one_batch=result.size == 0,
                 )
                 if chunk.size:
-                    out.records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    if legacy_magic is None:
+                        out.records = records
+                    else:
+                        out.records = _down_converted(log_, records, legacy_magic)
                     result.size += chunk.size
                     budget -= chunk.size
             except KafkaError as e:

@@ -19,7 +19,8 @@ from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
 from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError, validate_batches
 from zkafka.records.compression import ZSTD
-from zkafka.records.record import iter_records
+from zkafka.records.legacy import decode_message_set, is_legacy_message_set, to_records, wrapper_codec
+from zkafka.records.record import build_batch, iter_records
 from zkafka.server.dispatcher import RequestContext
 from zkafka.server.network import NO_RESPONSE, _NoResponse
 from zkafka.server.partition import Partition
@@ -92,6 +93,8 @@ def _append(
     # The network layer hands us a frame we own: the records are a writable view into it, so
     # offsets are patched in place and the same bytes go to the log. Copy only if read-only.
     batches = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)  # type: ignore[arg-type]
+    if is_legacy_message_set(batches):
+        batches = _up_convert(batches)
     try:
         headers = validate_batches(batches)
     except CorruptRecordError as e:
@@ -116,6 +119,22 @@ def _append(
     out.log_append_time_ms = info.log_append_time
     out.log_start_offset = info.log_start_offset
     return (info.last_offset + 1, epoch) if acks == -1 else None
+
+
+def _up_convert(message_set: bytearray | memoryview) -> bytearray:
+    """A magic 0/1 message set (Produce v0-v2 clients, e.g. kafka-go 0.2) as one RecordBatch v2 with
+    the producer's codec, as Kafka's LogValidator converts it: every message's CRC-32 checked, wrappers
+    opened, keys, values and (magic 1) timestamps kept; magic 0 has none (-1)."""
+    try:
+        messages = decode_message_set(message_set)
+        if not messages:
+            raise CorruptRecordError("the message set holds no complete message")
+        codec = wrapper_codec(message_set)
+        return bytearray(build_batch(to_records(messages), base_offset=0, compression=codec))
+    except CorruptRecordError as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+    except InvalidRecordError as e:
+        raise KafkaError(ErrorCode.INVALID_RECORD, str(e)) from None
 
 
 def _check_keys(batches: object, headers: list[BatchHeader]) -> None:
