@@ -9,7 +9,8 @@ as Kafka does; the operation itself goes on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
@@ -28,9 +29,24 @@ log = logging.getLogger(__name__)
 
 def _error(e: Exception) -> tuple[ErrorCode, str]:
     if isinstance(e, KafkaError):
-        return e.code, e.message
+        return e.code, topic_admin.short_message(e.message)
     log.exception("admin request failed")
-    return ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
+    return ErrorCode.UNKNOWN_SERVER_ERROR, topic_admin.short_message(str(e))
+
+
+def _limits(broker, adding: Iterable[int]) -> topic_admin.PartitionLimits:  # type: ignore[no-untyped-def]
+    """KIP-578's limits with the cluster's counts, for a request adding these partition counts.
+
+    A count above max.partitions fails whatever else holds, so it is left out of `adding` (which
+    only decides whether per-broker loads are worth counting)."""
+    cfg = broker.config
+    room = cfg.max_partitions
+    return topic_admin.PartitionLimits.from_cache(
+        broker.metadata,
+        max_partitions=cfg.max_partitions,
+        max_broker_partitions=cfg.max_broker_partitions,
+        adding=sum(n for n in adding if 0 < n <= room),
+    )
 
 
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
@@ -38,20 +54,33 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     cfg = broker.config
     results = []
     created: dict[str, int] = {}
+    # a Counter, not a scan per topic: a frame can hold millions of topics
+    names = Counter(t.name for t in request.topics)
+
+    def requested(t: CreateTopicsRequest.CreatableTopic) -> tuple[int, int]:
+        """(partitions, replication factor) after Kafka's -1 defaults (KIP-464)."""
+        if t.assignments:
+            return t.num_partitions, t.replication_factor
+        partitions = cfg.num_partitions if t.num_partitions == -1 else t.num_partitions
+        rf = cfg.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+        return partitions, rf
+
+    limits = _limits(
+        broker, (len(t.assignments) if t.assignments else requested(t)[0] for t in request.topics)
+    )
     for t in request.topics:
         out = CreateTopicsResponse.CreatableTopicResult(name=t.name)
         results.append(out)
-        if sum(1 for x in request.topics if x.name == t.name) > 1:
+        if names[t.name] > 1:
             out.error_code, out.error_message = ErrorCode.INVALID_REQUEST, "duplicate topic name in request"
             continue
-        partitions = cfg.num_partitions if t.num_partitions == -1 and not t.assignments else t.num_partitions
-        rf = (
-            cfg.default_replication_factor
-            if t.replication_factor == -1 and not t.assignments
-            else t.replication_factor
-        )
+        partitions, rf = requested(t)
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        if len(assignment) != len(t.assignments):
+            out.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+            out.error_message = "a partition is assigned more than once"
+            continue
         try:
             plan = await broker.zk_call(
                 topic_admin.create_topic,
@@ -64,7 +93,11 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                 live_brokers=sorted(broker.metadata.brokers),
                 defaults=broker.log_manager.default_config,
                 validate_only=request.validate_only,
+                limits=limits,
             )
+            # the request's later topics count this one, also when only validating: the answer
+            # to validate_only predicts the real one
+            limits = limits.after(plan)
             out.num_partitions = len(plan)
             out.replication_factor = len(next(iter(plan.values()))) if plan else -1
             if not request.validate_only:
@@ -120,11 +153,18 @@ async def handle_create_partitions(
     broker = ctx.broker
     results = []
     waits: dict[str, int] = {}
+    names = Counter(t.name for t in request.topics)
+    limits = _limits(
+        broker, (t.count - len(broker.metadata.topic_partitions(t.name)) for t in request.topics)
+    )
     for t in request.topics:
         out = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
         results.append(out)
+        if names[t.name] > 1:
+            out.error_code, out.error_message = ErrorCode.INVALID_REQUEST, "duplicate topic name in request"
+            continue
         try:
-            await broker.zk_call(
+            added = await broker.zk_call(
                 topic_admin.create_partitions,
                 broker.zk,
                 topic=t.name,
@@ -132,7 +172,9 @@ async def handle_create_partitions(
                 assignment=[list(a.broker_ids) for a in t.assignments] if t.assignments else None,
                 live_brokers=sorted(broker.metadata.brokers),
                 validate_only=request.validate_only,
+                limits=limits,
             )
+            limits = limits.after(added)
             if not request.validate_only:
                 waits[t.name] = t.count
         except Exception as e:
