@@ -3,7 +3,9 @@
     .venv/bin/python tests/protocol/bench_protocol_codec.py
 
 Measures decode_request of a Produce request and encode_response / encode_response_parts of a
-Fetch response, with one and with 100 partitions of 16 KiB records each.
+Fetch response, with one and with 100 partitions of 16 KiB records each, and decode_request of a
+Fetch request for 100 partitions (many small elements: where per-element length checks would
+show).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from zkafka.protocol import (
     encode_response,
     encode_response_parts,
 )
-from zkafka.protocol.messages import FetchResponse, ProduceRequest
+from zkafka.protocol.messages import FetchRequest, FetchResponse, ProduceRequest
 
 RECORDS = bytes(16 * 1024)
 
@@ -37,6 +39,26 @@ def produce_frame(partitions: int, version: int) -> memoryview:
         ],
     )
     frame = encode_request(RequestHeader(0, version, 1, "bench-client"), request)
+    return memoryview(frame)[4:]
+
+
+def fetch_frame(partitions: int, version: int) -> memoryview:
+    request = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic="bench-topic",
+                partitions=[
+                    FetchRequest.FetchPartition(partition=i, fetch_offset=1000, partition_max_bytes=1 << 20)
+                    for i in range(partitions)
+                ],
+            )
+        ],
+    )
+    frame = encode_request(RequestHeader(1, version, 1, "bench-client"), request)
     return memoryview(frame)[4:]
 
 
@@ -72,6 +94,10 @@ def per_call_us(fn: Callable[[], object], seconds: float = 0.5) -> float:
 
 
 def main() -> None:
+    for version in (11, 12):
+        frame = fetch_frame(100, version)
+        us = per_call_us(lambda f=frame: decode_request(f))
+        print(f"decode_request Fetch v{version}, 100 partitions: {us:8.1f} us")
     for partitions in (1, 100):
         for version in (7, 8, 9):
             frame = produce_frame(partitions, version)

@@ -74,7 +74,7 @@ def read_request_header(buf: memoryview, fixed: RequestHeader | None = None) -> 
         if version >= 1:
             header.client_id, p = prim.read_nullable_string(buf, p, end)
         if version >= 2:
-            count, p = prim.read_uvarint(buf, p, end)
+            count, p = prim.read_tag_count(buf, p, end)
             for _ in range(count):  # header tags are unknown to us: skip them
                 _, _, p = prim.skip_tagged_field(buf, p, end)
     except ValueError as exc:  # WireFormatError, bad UTF-8
@@ -96,7 +96,7 @@ def read_response_header(buf: memoryview, api_key: int, api_version: int) -> tup
     (correlation_id,) = prim.INT32.unpack_from(buf, 0)
     p = 4
     if response_header_version(api_key, api_version) >= 1:
-        count, p = prim.read_uvarint(buf, p, end)
+        count, p = prim.read_tag_count(buf, p, end)
         for _ in range(count):
             _, _, p = prim.skip_tagged_field(buf, p, end)
     return ResponseHeader(correlation_id), p

@@ -391,6 +391,15 @@ def write_null_array(out: bytearray, compact: bool) -> None:
         out += NULL_INT32
 
 
+def read_tag_count(buf: memoryview, p: int, end: int) -> tuple[int, int]:
+    """A tag section's field count, checked against the bytes left (each field takes at least
+    two: its tag and its size)."""
+    n, p = read_uvarint(buf, p, end)
+    if n * 2 > end - p:
+        raise truncated("tagged fields")
+    return n, p
+
+
 def skip_tagged_field(buf: memoryview, p: int, end: int) -> tuple[int, int, int]:
     """Read one tagged field's header: returns (tag, data start, data stop)."""
     tag, p = read_uvarint(buf, p, end)

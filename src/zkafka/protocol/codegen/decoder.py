@@ -156,15 +156,21 @@ def _decode_tags(e: Emitter, fields: tuple[Field, ...], ind: int) -> list[tuple[
     e.emit(ind + 1, "p += 1")
     e.emit(ind, "else:")
     ind += 1
-    e.emit(ind, f"{count}, p = read_uvarint(buf, p, L)")
+    # a count the bytes left cannot hold fails here, not after looping over what is there
+    e.emit(ind, f"{count}, p = read_tag_count(buf, p, L)")
     e.emit(ind, f"for _ in range({count}):")
     e.emit(ind + 1, f"{tag}, {start}, {stop} = skip_tagged_field(buf, p, L)")
     keyword = "if"
     for f, (_, v) in zip(tagged, kwargs, strict=True):
+        outer = e.var("L")
         e.emit(ind + 1, f"{keyword} {tag} == {f.tag}:")
         e.emit(ind + 2, f"p = {start}")
+        # the field's declared size bounds every length and count inside it, not the frame's end
+        e.emit(ind + 2, f"{outer} = L")
+        e.emit(ind + 2, f"L = {stop}")
         _decode_value(e, f, v, ind + 2)
         e.emit(ind + 2, f"if p != {stop}: raise WireFormatError('tagged field {f.name} has the wrong size')")
+        e.emit(ind + 2, f"L = {outer}")
         keyword = "elif"
     e.emit(ind + 1, f"p = {stop}")
     return kwargs
