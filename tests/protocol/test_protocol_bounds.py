@@ -243,30 +243,43 @@ HOSTILE_LENGTHS = {
 # at worst). A claimed length that slipped through would allocate megabytes to gigabytes.
 MAX_DECODE_ALLOCATION = 1 << 20
 
-REQUEST_VERSIONS = [
+VERSIONS = [
     (key, v) for key, spec in sorted(SPECS.items()) for v in range(spec.versions.low, spec.versions.high + 1)
 ]
+IDS = [f"{k}v{v}" for k, v in VERSIONS]
 
 
-@pytest.mark.parametrize(
-    ("api_key", "version"), REQUEST_VERSIONS, ids=[f"{k}v{v}" for k, v in REQUEST_VERSIONS]
-)
-def test_hostile_length_at_every_offset_of_every_request(api_key: int, version: int) -> None:
-    spec = SPECS[api_key]
-    cls = message_class(api_key, "request")
-    frame = request_frame(populated(spec.request, cls, version, cls), version)
-    decode_request(frame)  # the untouched frame decodes
+def _sweep(frame: bytes, start: int, decode: Any, errors: tuple[type[Exception], ...]) -> None:
+    decode(frame)  # the untouched frame decodes (and the codec is compiled before measuring)
     tracemalloc.start()
     try:
         for name, hostile in HOSTILE_LENGTHS.items():
-            for i in range(8, len(frame)):  # past the fixed header (api key, version, correlation id)
+            for i in range(start, len(frame)):
                 mutated = frame[:i] + hostile + frame[i + len(hostile) :]
                 tracemalloc.reset_peak()
                 try:
-                    decode_request(mutated)
-                except REQUEST_ERRORS:
+                    decode(mutated)
+                except errors:
                     pass
                 _, peak = tracemalloc.get_traced_memory()
                 assert peak < MAX_DECODE_ALLOCATION, f"{name} at offset {i}: {peak} bytes allocated"
     finally:
         tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("api_key", "version"), VERSIONS, ids=IDS)
+def test_hostile_length_at_every_offset_of_every_request(api_key: int, version: int) -> None:
+    cls = message_class(api_key, "request")
+    frame = request_frame(populated(SPECS[api_key].request, cls, version, cls), version)
+    # from past the fixed header (api key, version, correlation id): the client id onwards
+    _sweep(frame, 8, decode_request, REQUEST_ERRORS)
+
+
+@pytest.mark.parametrize(("api_key", "version"), VERSIONS, ids=IDS)
+def test_hostile_length_at_every_offset_of_every_response(api_key: int, version: int) -> None:
+    """The client side decodes with the same generated code; a hostile broker is bounded too."""
+    cls = message_class(api_key, "response")
+    frame = bytes(
+        encode_response(api_key, version, 1, populated(SPECS[api_key].response, cls, version, cls))
+    )[4:]
+    _sweep(frame, 4, lambda f: decode_response(api_key, version, f), (MalformedResponseError,))

@@ -308,6 +308,41 @@ def test_duplicate_topic_names_in_create_partitions(wire: Wire) -> None:
     assert [r.error_code for r in response.results] == [INVALID_REQUEST, INVALID_REQUEST]
 
 
+# -- hostile lengths on the wire -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # CreateTopics v4 (classic): topics count 2^31-1, ten bytes left
+        struct.pack(">hhi", 19, 4, 77) + b"\xff\xff" + struct.pack(">i", 2**31 - 1) + bytes(10),
+        # AlterPartitionReassignments v0 (flexible; header v2): timeout_ms, then a topics
+        # compact count of 2^32-2
+        struct.pack(">hhi", 45, 0, 77)
+        + b"\xff\xff\x00"
+        + struct.pack(">i", 1000)
+        + b"\xff\xff\xff\xff\x0f"
+        + bytes(10),
+        # the same request's header tag section claiming 2^31 tagged fields
+        struct.pack(">hhi", 45, 0, 77) + b"\xff\xff" + b"\x80\x80\x80\x80\x08" + bytes(10),
+        # a client id claiming more bytes than the frame has
+        struct.pack(">hhi", 3, 8, 77) + struct.pack(">h", 2**15 - 1) + b"abc",
+    ],
+    ids=["classic-array", "compact-array", "header-tags", "string"],
+)
+def test_hostile_lengths_close_the_connection_at_once(cluster: LocalCluster, body: bytes) -> None:
+    """A malformed request closes its connection (the dispatcher's answer to any bad request);
+    the broker allocates nothing for the claimed length and goes on serving."""
+    pid = cluster.brokers[1].pid
+    before = rss_kb(pid)
+    with Wire(cluster.brokers[1].port) as w:
+        w.sock.sendall(struct.pack(">i", len(body)) + body)
+        assert w.sock.recv(4) == b""  # closed, no answer
+    with Wire(cluster.brokers[1].port) as w:
+        assert partition_counts(w) is not None
+    assert rss_kb(pid) - before < RSS_SLACK_KB
+
+
 # -- an independent client ------------------------------------------------------------------------
 
 
