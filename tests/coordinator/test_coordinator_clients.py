@@ -571,3 +571,50 @@ def test_offsets_topic_is_created_compacted_with_the_configured_partitions(clust
         assert (policy["value"] if isinstance(policy, dict) else policy) == "compact", policy
     finally:
         admin.close()
+
+
+def test_list_groups_by_state_and_delete_group_offsets(cluster: LocalCluster) -> None:
+    """ListGroups v4 (KIP-518, states filter) and OffsetDelete (KIP-496) through two independent
+    admin clients: kafka-python and confluent-kafka (librdkafka)."""
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import CoordinatorNotAvailableError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    bootstrap = cluster.bootstrap_servers
+    topic, group = name("offset-delete"), name("offset-delete-group")
+    produce(bootstrap, topic, 10, partitions=2)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        wanted = {
+            TopicPartition(topic, 0): OffsetAndMetadata(3, "", -1),
+            TopicPartition(topic, 1): OffsetAndMetadata(4, "", -1),
+        }
+
+        def commit() -> bool:
+            try:
+                admin.alter_group_offsets(group, wanted)
+            except CoordinatorNotAvailableError:  # __consumer_offsets is still being created
+                return False
+            return True
+
+        wait_for(commit, 30, "the offsets topic")
+        assert committed(bootstrap, group) == {(topic, 0): 3, (topic, 1): 4}
+        listed = confluent_groups(bootstrap, {ConsumerGroupState.EMPTY})
+        assert group in listed
+        assert group not in confluent_groups(bootstrap, {ConsumerGroupState.STABLE})
+        admin.delete_group_offsets(group, [TopicPartition(topic, 0)])
+        assert committed(bootstrap, group) == {(topic, 1): 4}
+    finally:
+        admin.close()
+    assert AdminClient  # the confluent-kafka admin client is used through confluent_groups
+
+
+def confluent_groups(bootstrap: str, states: set) -> set[str]:  # type: ignore[type-arg]
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    result = admin.list_consumer_groups(states=states, request_timeout=15).result(20)
+    assert not result.errors, result.errors
+    return {g.group_id for g in result.valid}

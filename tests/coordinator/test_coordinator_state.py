@@ -49,7 +49,12 @@ def test_single_member_join_sync_heartbeat_describe(h: Harness) -> None:
             b"sub",
             b"assign-1",
         )
-        assert c.list_groups() == (E.NONE, [("g", "consumer")])
+        assert c.list_groups() == (E.NONE, [("g", "consumer", "Stable")])
+        assert c.list_groups(["STABLE", "empty"]) == (E.NONE, [("g", "consumer", "Stable")])  # KIP-518
+        assert c.list_groups(["Empty"]) == (E.NONE, [])
+        # OffsetDelete: a live group whose subscriptions cannot be read keeps its offsets
+        assert await c.delete_offsets("g", [TP0]) == (E.NON_EMPTY_GROUP, {})
+        assert await c.delete_offsets("nobody", [TP0]) == (E.GROUP_ID_NOT_FOUND, {})
         assert member.startswith("client-")
 
     run(main())
@@ -269,7 +274,13 @@ def test_simple_commits_without_members(h: Harness) -> None:
         assert await c.commit_offsets("simple", "", None, -1, {gone: CommitRequest(1)}) == {
             gone: E.UNKNOWN_TOPIC_OR_PARTITION
         }
-        assert c.list_groups() == (E.NONE, [("simple", "")])
+        assert c.list_groups() == (E.NONE, [("simple", "", "Empty")])
+        # OffsetDelete on an empty group: the offset goes, with a tombstone in __consumer_offsets
+        assert await c.delete_offsets("simple", [TP0, TP1]) == (E.NONE, {TP0: E.NONE, TP1: E.NONE})
+        assert c.fetch_offsets("simple", [TP0]) == (E.NONE, {TP0: None})
+        decoded = [decode_record(k, v) for k, v in h.records(c.partition_for("simple")) if k is not None]
+        tombstone = {"key_version": 1, "group": "simple", "topic": "t", "partition": 0, "tombstone": True}
+        assert tombstone in decoded
 
     run(main())
 

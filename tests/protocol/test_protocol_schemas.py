@@ -50,7 +50,7 @@ def test_generate_check_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # The only flexible versions the broker advertises: controller-answered admin APIs (api_versions.py).
-FLEXIBLE_ADVERTISED = {43: [2], 45: [0], 46: [0]}
+FLEXIBLE_ADVERTISED = {16: [3, 4], 43: [2], 45: [0], 46: [0]}
 
 
 def test_broker_table_is_servable_and_non_flexible() -> None:

@@ -344,14 +344,19 @@ class GroupCoordinator(GroupMembership):
         return E.NONE, {tp: (group.offsets.get(tp) if group is not None else None) for tp in partitions}
 
     # -- ListGroups / DescribeGroups / DeleteGroups --------------------------------------------------------
-    def list_groups(self) -> tuple[ErrorCode, list[tuple[str, str]]]:
+    def list_groups(self, states: Iterable[str] = ()) -> tuple[ErrorCode, list[tuple[str, str, str]]]:
+        """(group id, protocol type, state) of the groups coordinated here; `states` (KIP-518, any
+        case) keeps only groups in those states, empty keeps all."""
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE, []
+        wanted = {s.lower() for s in states}
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
         return error, [
-            (g.group_id, g.protocol_type or "")
+            (g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
-            if not g.is_(GroupState.DEAD) and g.partition in self.owned
+            if not g.is_(GroupState.DEAD)
+            and g.partition in self.owned
+            and (not wanted or g.state.value.lower() in wanted)
         ]
 
     def describe_group(self, group_id: str) -> GroupSummary:
@@ -408,6 +413,42 @@ class GroupCoordinator(GroupMembership):
                     if group.partition == partition:
                         results[group.group_id] = group_append_error(result.error)
         return results
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (KIP-496): drop a group's committed offsets for `partitions`. Allowed for an
+        empty group, and for a consumer group only for topics none of its members subscribe to
+        (those get GROUP_SUBSCRIBED_TO_TOPIC); any other live group is NON_EMPTY_GROUP."""
+        partitions = list(dict.fromkeys(partitions))
+        error = self.check_status(group_id, allow_empty=True)
+        if error != E.NONE:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return E.GROUP_ID_NOT_FOUND, {}
+        if group.is_(GroupState.EMPTY):
+            subscribed: set[str] = set()
+        else:
+            known = group.subscribed_topics()
+            if known is None:
+                return E.NON_EMPTY_GROUP, {}
+            subscribed = known
+        results: dict[TopicPartition, ErrorCode] = {}
+        records: list[KeyValue] = []
+        for tp in partitions:
+            if tp.topic in subscribed:
+                results[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = E.NONE
+            if group.offsets.pop(tp, None) is not None:
+                records.append((encode_offset_key(OffsetKey(group.group_id, tp.topic, tp.partition)), None))
+        if records:
+            result = await self.store.append(group.partition, records)
+            if result.error != E.NONE:
+                error = offset_append_error(result.error)
+                return E.NONE, {tp: (error if e == E.NONE else e) for tp, e in results.items()}
+        return E.NONE, results
 
     # -- offset expiry ---------------------------------------------------------------------------------
     def _schedule_expiry(self) -> None:

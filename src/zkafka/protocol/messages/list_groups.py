@@ -4,7 +4,7 @@
 """ListGroups (key 16): the groups a broker coordinates.
 
 Version notes: v1 adds throttle_time_ms; v2 is the same as v1; v3 is the first flexible
-version.
+version; v4 (KIP-518) adds the states filter and each group's state.
 """
 
 from __future__ import annotations
@@ -15,43 +15,54 @@ from zkafka.protocol.message import DEFAULT, Message
 
 
 class ListGroupsRequest(Message):
-    """ListGroups request (api key 16), versions 0-3 (flexible from v3)."""
+    """ListGroups request (api key 16), versions 0-4 (flexible from v3)."""
 
     API_KEY: ClassVar[int] = 16
     API_NAME: ClassVar[str] = "ListGroups"
     KIND: ClassVar[str] = "request"
 
-    __slots__ = ()
-    _FIELDS: ClassVar[tuple[str, ...]] = ()
+    __slots__ = ("states_filter",)
+    _FIELDS: ClassVar[tuple[str, ...]] = ("states_filter",)
 
-    def __init__(self) -> None:
-        pass
+    #: v4+; empty for every state
+    states_filter: list[str]
+
+    def __init__(
+        self,
+        *,
+        states_filter: list[str] = DEFAULT,
+    ) -> None:
+        self.states_filter = [] if states_filter is DEFAULT else states_filter
 
 
 class ListGroupsResponse(Message):
-    """ListGroups response (api key 16), versions 0-3 (flexible from v3)."""
+    """ListGroups response (api key 16), versions 0-4 (flexible from v3)."""
 
     API_KEY: ClassVar[int] = 16
     API_NAME: ClassVar[str] = "ListGroups"
     KIND: ClassVar[str] = "response"
 
     class ListedGroup(Message):
-        __slots__ = ("group_id", "protocol_type")
-        _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "protocol_type")
+        __slots__ = ("group_id", "group_state", "protocol_type")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "protocol_type", "group_state")
 
         #: v0+
         group_id: str
         #: v0+
         protocol_type: str
+        #: v4+
+        group_state: str
 
         def __init__(
             self,
             *,
             group_id: str = "",
             protocol_type: str = "",
+            group_state: str = "",
         ) -> None:
             self.group_id = group_id
             self.protocol_type = protocol_type
+            self.group_state = group_state
 
     __slots__ = ("error_code", "groups", "throttle_time_ms")
     _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "error_code", "groups")

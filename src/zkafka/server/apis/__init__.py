@@ -52,4 +52,5 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
     ApiKey.DELETE_RECORDS: delete_records.handle,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
 }

@@ -28,6 +28,8 @@ from zkafka.protocol.messages import (
     ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -230,10 +232,29 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
 
 
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-    error, groups = _coordinator(ctx).list_groups()
+    error, groups = _coordinator(ctx).list_groups(request.states_filter or ())
     return ListGroupsResponse(
         error_code=error,
-        groups=[ListGroupsResponse.ListedGroup(group_id=g, protocol_type=t) for g, t in groups],
+        groups=[
+            ListGroupsResponse.ListedGroup(group_id=g, protocol_type=t, group_state=state)
+            for g, t, state in groups
+        ],
+    )
+
+
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, results = await _coordinator(ctx).delete_offsets(request.group_id, wanted)
+    Out = OffsetDeleteResponse
+    topics: dict[str, list[OffsetDeleteResponse.OffsetDeleteResponsePartition]] = {}
+    if error == ErrorCode.NONE:
+        for tp, code in results.items():
+            topics.setdefault(tp.topic, []).append(
+                Out.OffsetDeleteResponsePartition(partition_index=tp.partition, error_code=code)
+            )
+    return Out(
+        error_code=error,
+        topics=[Out.OffsetDeleteResponseTopic(name=name, partitions=ps) for name, ps in topics.items()],
     )
 
 
