@@ -18,6 +18,7 @@ from zkafka.testing.cluster import running_cluster
 from zkafka.zk.server import ZooKeeperServer
 
 INVALID_RECORD = 87
+INVALID_TIMESTAMP = 32
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +36,13 @@ async def _create(cluster: LocalCluster, topic: str, config: dict[str, str]) -> 
         await admin.create_topic(topic, 1, 1, configs=config)
 
 
-def _produce(
-    cluster: LocalCluster, topic: str, keys: list[bytes | None], compression: int = 0
-) -> ProduceResponse:
-    records = [Record(i, 1_700_000_000_000 + i, k, b"v%d" % i) for i, k in enumerate(keys)]
+def _send(cluster: LocalCluster, topic: str, batch: bytes) -> ProduceResponse.PartitionProduceResponse:
     request = ProduceRequest(
         acks=1,
         timeout_ms=10_000,
         topic_data=[
             ProduceRequest.TopicProduceData(
-                name=topic,
-                partition_data=[
-                    ProduceRequest.PartitionProduceData(
-                        index=0, records=build_batch(records, compression=compression)
-                    )
-                ],
+                name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)]
             )
         ],
     )
@@ -61,26 +54,32 @@ def _produce(
         finally:
             conn.close()
 
-    return asyncio.run(send())
+    return asyncio.run(send()).responses[0].partition_responses[0]
+
+
+def _produce(
+    cluster: LocalCluster, topic: str, keys: list[bytes | None], compression: int = 0
+) -> ProduceResponse.PartitionProduceResponse:
+    records = [Record(i, 1_700_000_000_000 + i, k, b"v%d" % i) for i, k in enumerate(keys)]
+    return _send(cluster, topic, build_batch(records, compression=compression))
 
 
 @pytest.mark.parametrize("compression", [0, GZIP])
 def test_keyless_records_to_a_compacted_topic_are_refused_with_record_errors(
     cluster: LocalCluster, compression: int
 ) -> None:
-    answer = _produce(cluster, "compacted", [b"a", None, b"c", None], compression)
-    partition = answer.responses[0].partition_responses[0]
+    partition = _produce(cluster, "compacted", [b"a", None, b"c", None], compression)
     assert partition.error_code == INVALID_RECORD
     assert [e.batch_index for e in partition.record_errors] == [1, 3]
     assert "without key" in (partition.record_errors[0].batch_index_error_message or "")
     assert "2 of 4 records have no key" in (partition.error_message or "")
     # Nothing of the refused request was appended; keyed records still are.
-    ok = _produce(cluster, "compacted", [b"x", b"y"], compression).responses[0].partition_responses[0]
+    ok = _produce(cluster, "compacted", [b"x", b"y"], compression)
     assert ok.error_code == 0 and ok.record_errors == []
 
 
 def test_keyless_records_to_a_plain_topic_are_fine(cluster: LocalCluster) -> None:
-    ok = _produce(cluster, "plain", [None, None]).responses[0].partition_responses[0]
+    ok = _produce(cluster, "plain", [None, None])
     assert ok.error_code == 0
 
 
@@ -98,3 +97,35 @@ def test_an_independent_client_sees_invalid_record(cluster: LocalCluster) -> Non
     assert producer.flush(30) == 0
     assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD
     assert errors[1] is None
+
+
+@pytest.fixture(scope="module")
+def strict_clock_topic(cluster: LocalCluster) -> str:
+    asyncio.run(_create(cluster, "strict-clock", {"message.timestamp.difference.max.ms": "60000"}))
+    return "strict-clock"
+
+
+def test_timestamps_far_from_the_broker_clock_are_invalid_timestamp(
+    cluster: LocalCluster, strict_clock_topic: str
+) -> None:
+    import time
+
+    now = int(time.time() * 1000)
+    records = [Record(0, now, b"a", b"fresh"), Record(1, now - 3_600_000, b"b", b"an hour old")]
+    partition = _send(cluster, strict_clock_topic, build_batch(records))
+    assert partition.error_code == INVALID_TIMESTAMP
+    assert [e.batch_index for e in partition.record_errors] == [1]
+    assert _send(cluster, strict_clock_topic, build_batch([Record(0, now, b"k", b"v")])).error_code == 0
+
+
+def test_valid_kafka_topic_configs_we_do_not_act_on_are_stored_and_described(cluster: LocalCluster) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    config = {"message.format.version": "2.8-IV1", "leader.replication.throttled.replicas": "*"}
+    admin.create_topics([NewTopic("habits", 1, 1, config=config)])["habits"].result(30)
+    described = admin.describe_configs([ConfigResource("topic", "habits")])
+    entries = next(iter(described.values())).result(30)
+    assert entries["message.format.version"].value == "2.8-IV1"
+    assert entries["leader.replication.throttled.replicas"].value == "*"
+    assert entries["message.downconversion.enable"].value == "true"

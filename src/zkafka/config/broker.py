@@ -565,6 +565,9 @@ LOG_CONFIG_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "message.downconversion.enable": (
         "log_message_downconversion_enable", ("log.message.downconversion.enable",)
     ),
+    "message.timestamp.difference.max.ms": (
+        "log_message_timestamp_difference_max_ms", ("log.message.timestamp.difference.max.ms",)
+    ),
 }
 
 assert LOG_CONFIG_SOURCES.keys() == TOPIC_CONFIG_KEYS.keys()

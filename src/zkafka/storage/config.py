@@ -80,6 +80,9 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
+    message_timestamp_difference_max_ms: int = INT64_MAX
+    """Largest distance of a CreateTime record timestamp from the broker's clock (INVALID_TIMESTAMP
+    beyond it)."""
     message_downconversion_enable: bool = True
     """Fetch v0-v3 clients get magic 0/1 message sets converted from the stored batches; false
     answers them UNSUPPORTED_VERSION instead."""
@@ -96,6 +99,8 @@ class LogConfig:
         """Apply topic-level overrides given with Kafka's names; unknown names raise InvalidConfigError."""
         changes: dict[str, object] = {}
         for key, raw in overrides.items():
+            if key in STORED_ONLY_TOPIC_CONFIGS:
+                continue
             if key not in TOPIC_CONFIG_KEYS:
                 raise InvalidConfigError(f"unknown topic config {key!r}")
             attr, parse = TOPIC_CONFIG_KEYS[key]
@@ -156,6 +161,26 @@ TOPIC_CONFIG_KEYS: dict[str, tuple[str, object]] = {
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _parse_bool),
     "compression.type": ("compression_type", _compression),
     "message.downconversion.enable": ("message_downconversion_enable", _parse_bool),
+    "message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", _int(0)),
 }
+
+STORED_ONLY_TOPIC_CONFIGS: dict[str, str] = {
+    "message.format.version": "3.0-IV1",
+    "message.timestamp.before.max.ms": str(INT64_MAX),
+    "message.timestamp.after.max.ms": str(INT64_MAX),
+    "leader.replication.throttled.replicas": "",
+    "follower.replication.throttled.replicas": "",
+    "compression.gzip.level": "-1",
+    "compression.lz4.level": "9",
+    "compression.zstd.level": "3",
+    "local.retention.ms": "-2",
+    "local.retention.bytes": "-2",
+    "remote.storage.enable": "false",
+    "remote.log.copy.disable": "false",
+    "remote.log.delete.on.disable": "false",
+}
+"""Topic configs Kafka 3.9 accepts that zkafka stores and reports (DescribeConfigs) but does not act
+on yet (message format pinned to v2, no tiered storage, replication throttles with the quotas
+issue): refusing them would break tools that set them by habit. Key -> Kafka's default."""
 
 assert {a for a, _ in TOPIC_CONFIG_KEYS.values()} == {f.name for f in fields(LogConfig)}

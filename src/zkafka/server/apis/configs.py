@@ -19,7 +19,7 @@ from zkafka.protocol.messages import (
 )
 from zkafka.server.apis.topics import _error
 from zkafka.server.dispatcher import RequestContext
-from zkafka.storage.config import InvalidConfigError
+from zkafka.storage.config import STORED_ONLY_TOPIC_CONFIGS, InvalidConfigError
 from zkafka.zk.model import ConfigType
 
 TOPIC, BROKER = 2, 4
@@ -88,6 +88,21 @@ async def _describe_topic(
                 is_default=source == DEFAULT_CONFIG,
                 is_sensitive=False,
                 synonyms=syn if synonyms else [],
+            )
+        )
+    for key, kafka_default in STORED_ONLY_TOPIC_CONFIGS.items():
+        given = key in overrides
+        source = DYNAMIC_TOPIC_CONFIG if given else DEFAULT_CONFIG
+        value = overrides[key] if given else kafka_default
+        entries.append(
+            D.DescribeConfigsResourceResult(
+                name=key,
+                value=value,
+                read_only=False,
+                config_source=source,
+                is_default=not given,
+                is_sensitive=False,
+                synonyms=[D.DescribeConfigsSynonym(name=key, value=value, source=source)] if synonyms else [],
             )
         )
     return entries

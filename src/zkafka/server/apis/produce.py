@@ -25,6 +25,7 @@ from zkafka.server.dispatcher import RequestContext
 from zkafka.server.network import NO_RESPONSE, _NoResponse
 from zkafka.server.partition import Partition
 from zkafka.server.replica_manager import check_min_isr
+from zkafka.storage.config import INT64_MAX, LogConfig
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.topic_names import is_internal_topic
 
@@ -39,8 +40,10 @@ MAX_RECORD_ERRORS = 100
 class RejectedRecordsError(KafkaError):
     """Some records of a partition's batches break the topic's rules: nothing of it is appended."""
 
-    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
-        super().__init__(ErrorCode.INVALID_RECORD, message)
+    def __init__(
+        self, message: str, record_errors: list[tuple[int, str]], code: ErrorCode = ErrorCode.INVALID_RECORD
+    ) -> None:
+        super().__init__(code, message)
         self.record_errors = record_errors
 
 
@@ -106,8 +109,9 @@ def _append(
             raise KafkaError(ErrorCode.INVALID_RECORD, "transactional produce is not supported by zkafka")
         if h.compression == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
-    if partition.log.config.compact:
-        _check_keys(batches, headers)
+    config = partition.log.config
+    if config.compact or _limits_timestamps(config):
+        _check_records(batches, headers, config, ctx.broker.replicas.now_ms())
     check_min_isr(partition, acks)  # before the duplicate check, as Kafka orders them
     duplicate = partition.check_producer_state(headers)
     if duplicate is not None:
@@ -137,25 +141,44 @@ def _up_convert(message_set: bytearray | memoryview) -> bytearray:
         raise KafkaError(ErrorCode.INVALID_RECORD, str(e)) from None
 
 
-def _check_keys(batches: object, headers: list[BatchHeader]) -> None:
-    """Compacted topics keep the latest record per key, so a record without a key could never be
-    kept: refuse the partition's records, naming each keyless one (index across the request's
-    records for this partition, which is Kafka's batch index for the usual one batch)."""
-    missing: list[int] = []
+def _limits_timestamps(config: LogConfig) -> bool:
+    limited = config.message_timestamp_difference_max_ms < INT64_MAX
+    return limited and config.message_timestamp_type == "CreateTime"
+
+
+def _check_records(batches: object, headers: list[BatchHeader], config: LogConfig, now_ms: int) -> None:
+    """Kafka's per-record rules, applied only where the topic's config asks for them (the ordinary
+    path decodes no record). A compacted topic keeps the latest record per key, so a record without
+    a key could never be kept (INVALID_RECORD); with `message.timestamp.difference.max.ms` a
+    CreateTime timestamp must be that close to the broker's clock (INVALID_TIMESTAMP). The
+    partition's records are refused, each bad one named by its index across the request's records
+    for this partition (Kafka's batch index for the usual one batch)."""
+    keyless: list[int] = []
+    off_clock: list[int] = []
+    max_diff = config.message_timestamp_difference_max_ms if _limits_timestamps(config) else None
     index = 0
     try:
         for header in headers:
             for record in iter_records(batches, header):  # type: ignore[arg-type]
-                if record.key is None:
-                    missing.append(index)
+                if config.compact and record.key is None:
+                    keyless.append(index)
+                if max_diff is not None and abs(record.timestamp - now_ms) > max_diff:
+                    off_clock.append(index)
                 index += 1
     except (ValueError, IndexError) as e:  # a record area that does not decode
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"records do not decode: {e}") from None
-    if missing:
-        errors = [(i, "Compacted topic cannot accept message without key.") for i in missing]
+    if keyless:
+        errors = [(i, "Compacted topic cannot accept message without key.") for i in keyless]
         raise RejectedRecordsError(
-            f"{len(missing)} of {index} records have no key, which a compacted topic cannot accept",
+            f"{len(keyless)} of {index} records have no key, which a compacted topic cannot accept",
             errors[:MAX_RECORD_ERRORS],
+        )
+    if off_clock:
+        reason = f"timestamp more than message.timestamp.difference.max.ms={max_diff} off the broker's clock"
+        raise RejectedRecordsError(
+            f"{len(off_clock)} of {index} records have a timestamp out of range",
+            [(i, reason) for i in off_clock[:MAX_RECORD_ERRORS]],
+            ErrorCode.INVALID_TIMESTAMP,
         )
 
 
