@@ -1,4 +1,11 @@
-"""Fixtures: one real ZooKeeper server for the whole session, a fresh chroot per test."""
+"""Fixtures: one real ZooKeeper server for the whole session, a fresh chroot per test.
+
+Tiers (`make test-fast` runs the first): every test is marked by what it needs, from its fixtures
+and its directory, so a developer can run a tier alone:
+* no marker: pure tests (codecs, storage, config, units), seconds;
+* `cluster`: a real ZooKeeper and usually broker processes;
+* `spark`: a local Spark session.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,15 @@ import pytest
 
 from zkafka.testing.zookeeper import chrooted
 from zkafka.zk.server import ZooKeeperServer
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = str(item.path)
+        if "/tests/spark/" in path:
+            item.add_marker(pytest.mark.spark)
+        elif "zookeeper_server" in getattr(item, "fixturenames", ()) or "/tests/interop/" in path:
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
