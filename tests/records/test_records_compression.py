@@ -103,3 +103,28 @@ def test_unknown_codec(codec: int) -> None:
         compress(codec, b"x")
     with pytest.raises(InvalidRecordError):
         decompress(codec, b"x")
+
+
+@pytest.mark.parametrize("codec", [GZIP, LZ4, ZSTD])
+def test_a_decompression_bomb_is_refused_without_allocating_it(codec: int) -> None:
+    """600 MiB of zeros compress to a few hundred KB or less; expanding them is refused at the limit
+    (at most 256 MiB of buffer, never the whole)."""
+    import tracemalloc
+
+    from zkafka.records.compression import MAX_LIMIT
+
+    bomb = compress(codec, b"\0" * (600 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptRecordError, match="expands beyond"):
+            decompress(codec, bomb)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= MAX_LIMIT + (8 << 20)
+
+
+@pytest.mark.parametrize("codec", [GZIP, LZ4, ZSTD])
+def test_highly_compressible_real_data_still_decompresses(codec: int) -> None:
+    data = b"".join(b'{"user":%d,"event":"click","page":"/home"}' % (i % 10) for i in range(200_000))
+    assert decompress(codec, compress(codec, data)) == data
