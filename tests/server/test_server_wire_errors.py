@@ -478,3 +478,25 @@ def test_produce_v2_with_a_legacy_message_set_is_converted(
         [bad] = w.call(produce_request(topic, bytes(corrupt)), 2).responses[0].partition_responses  # type: ignore[attr-defined]
         assert bad.error_code == CORRUPT_MESSAGE
         assert latest(w, topic) == before + 3
+
+
+def test_an_assignment_too_large_for_a_znode_is_refused_before_zookeeper_sees_it(port: int) -> None:
+    """Within the partition limits but beyond what one znode may hold: ZooKeeper would drop the
+    broker's connection for such a packet, so the broker refuses it (and keeps its session)."""
+    for validate_only in (True, False):
+        request = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name="huge-znode", num_partitions=120_000, replication_factor=1
+                )
+            ],
+            timeout_ms=20_000,
+            validate_only=validate_only,
+        )
+        with Wire(port) as w:
+            resp = w.call(request, 4)
+        assert isinstance(resp, CreateTopicsResponse)
+        [result] = resp.topics
+        assert result.error_code == 44, result.error_message  # POLICY_VIOLATION
+        assert "more than a znode may hold" in (result.error_message or "")
+    create_topic(port, "after-huge-znode")  # the broker's ZooKeeper session is fine

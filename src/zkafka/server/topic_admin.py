@@ -32,8 +32,9 @@ from zkafka.zk.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from zkafka.zk.model import validate_replica_assignment
+from zkafka.zk.model import TopicAssignment, validate_replica_assignment
 from zkafka.zk.topic_names import check_topic_creatable
+from zkafka.zk.znodes import MAX_ZNODE_BYTES, TopicZNode
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +228,7 @@ def create_topic(
         plan = _assign(live_brokers, num_partitions, replication_factor)
     if limits is not None:
         limits.check_placement(plan)
+    _check_znode_size(name, plan)
     if validate_only:
         return plan
     try:
@@ -234,6 +236,17 @@ def create_topic(
     except TopicExistsError as e:
         raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(e)) from None
     return plan
+
+
+def _check_znode_size(topic: str, plan: Mapping[int, Sequence[int]]) -> None:
+    """The topic's assignment znode must fit in one ZooKeeper packet (`znodes.MAX_ZNODE_BYTES`)."""
+    size = len(TopicZNode.encode(TopicAssignment(topic, {p: tuple(r) for p, r in plan.items()})))
+    if size > MAX_ZNODE_BYTES:
+        raise KafkaError(
+            ErrorCode.POLICY_VIOLATION,
+            f"the assignment of {len(plan)} partitions takes {size} bytes in /brokers/topics/{topic}, "
+            f"more than a znode may hold ({MAX_ZNODE_BYTES})",
+        )
 
 
 def create_partitions(
@@ -278,10 +291,11 @@ def create_partitions(
         added = {existing + i: r for i, (_, r) in enumerate(sorted(added.items()))}
     if limits is not None:
         limits.check_placement(added)
-    if validate_only:
-        return added
     merged = {p: list(r) for p, r in current.partitions.items()}
     merged.update(added)
+    _check_znode_size(topic, merged)
+    if validate_only:
+        return added
     try:
         zk.set_topic_assignment(topic, merged, expected_version=current.zk_version)
     except UnknownTopicError as e:

@@ -69,6 +69,13 @@ from zkafka.zk.sanitizer import DEFAULT_ENTITY, desanitize, sanitize
 T = TypeVar("T")
 
 
+MAX_ZNODE_BYTES = 1_000_000
+"""Largest znode zkafka writes. ZooKeeper refuses a packet beyond its `jute.maxbuffer` (1 MiB by
+default; the servers zkafka starts allow 4 MB) by dropping the connection, which would cost the
+writer's session every ZooKeeper call in flight: a topic whose assignment would not fit is refused
+up front instead (about 50,000 partitions at replication factor 3)."""
+
+
 def path_component(value: str, what: str) -> str:
     """A single znode name taken from outside input; ValueError if it could escape its parent."""
     if not isinstance(value, str):
