@@ -10,13 +10,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
+from zkafka.logs import RateLimitedLog
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import MetadataRequest, MetadataResponse
 from zkafka.server import topic_admin
+from zkafka.server.apis.topics import partition_limits
 from zkafka.server.dispatcher import RequestContext
 from zkafka.zk.topic_names import is_internal_topic, is_valid_topic_name
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)
 
 Resp = MetadataResponse
 
@@ -42,11 +45,12 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> Resp | Awaitable[Re
 async def _create_then_answer(ctx: RequestContext, names: list[str], unknown: list[str]) -> Resp:
     broker = ctx.broker
     created: list[str] = []
-    for name in unknown:
-        if not is_valid_topic_name(name) or is_internal_topic(name):
-            continue
+    candidates = [n for n in unknown if is_valid_topic_name(n) and not is_internal_topic(n)]
+    # Counts the broker chose, but as many topics as a request names: KIP-578's limits apply.
+    limits = partition_limits(broker, [broker.config.num_partitions] * len(candidates))
+    for name in candidates:
         try:
-            await broker.zk_call(
+            plan = await broker.zk_call(
                 topic_admin.create_topic,
                 broker.zk,
                 name=name,
@@ -58,14 +62,16 @@ async def _create_then_answer(ctx: RequestContext, names: list[str], unknown: li
                 assignment=None,
                 live_brokers=sorted(broker.metadata.brokers),
                 defaults=broker.log_manager.default_config,
+                limits=limits,
             )
+            limits = limits.after(plan)
             log.info("auto-created topic %s", name)
             created.append(name)
         except KafkaError as e:
             if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
                 created.append(name)  # someone else is creating it: same answer
             else:
-                log.info("auto-creation of %s failed: %s", name, e)
+                limited.info(("auto-create", e.code), "auto-creation of %s failed: %s", name, e)
     return _answer(ctx, names, created=created)
 
 

@@ -34,7 +34,7 @@ def _error(e: Exception) -> tuple[ErrorCode, str]:
     return ErrorCode.UNKNOWN_SERVER_ERROR, topic_admin.short_message(str(e))
 
 
-def _limits(broker, adding: Iterable[int]) -> topic_admin.PartitionLimits:  # type: ignore[no-untyped-def]
+def partition_limits(broker, adding: Iterable[int]) -> topic_admin.PartitionLimits:  # type: ignore[no-untyped-def]
     """KIP-578's limits with the cluster's counts, for a request adding these partition counts.
 
     A count above max.partitions fails whatever else holds, so it is left out of `adding` (which
@@ -65,7 +65,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         rf = cfg.default_replication_factor if t.replication_factor == -1 else t.replication_factor
         return partitions, rf
 
-    limits = _limits(
+    limits = partition_limits(
         broker, (len(t.assignments) if t.assignments else requested(t)[0] for t in request.topics)
     )
     for t in request.topics:
@@ -154,7 +154,7 @@ async def handle_create_partitions(
     results = []
     waits: dict[str, int] = {}
     names = Counter(t.name for t in request.topics)
-    limits = _limits(
+    limits = partition_limits(
         broker, (t.count - len(broker.metadata.topic_partitions(t.name)) for t in request.topics)
     )
     for t in request.topics:
