@@ -47,6 +47,7 @@ __all__ = ["ElectionOutcome", "PartitionStateMachine"]
 log = logging.getLogger(__name__)
 
 ElectionOutcome = dict[TopicPartition, LeaderAndIsr | Exception]
+FAILURES_SHOWN = 3
 
 
 class PartitionStateMachine:
@@ -121,18 +122,33 @@ class PartitionStateMachine:
             if strategy is None:
                 raise ValueError("electing leaders needs an election strategy")
             results.update(await self._elect_leaders(to_elect, strategy))
+        failed: list[tuple[TopicPartition, Exception]] = []
         for tp, outcome in results.items():
             if isinstance(outcome, LeaderAndIsr):
                 self._change_state(tp, PartitionState.ONLINE)
             else:
-                state_change_log.warning(
-                    "controller %d epoch %d: %s failed to go online: %s",
-                    self.core.broker_id,
-                    ctx.epoch,
-                    tp,
-                    outcome,
-                )
+                failed.append((tp, outcome))
+        if failed:
+            self._report_failures(failed)
         return results
+
+    def _report_failures(self, failed: list[tuple[TopicPartition, Exception]]) -> None:
+        """One line per event, not per partition: a dead broker can leave thousands offline, and
+        every later broker change tries them all again. The full list is at DEBUG."""
+        ctx = self.core.context
+        shown = "; ".join(f"{tp}: {error}" for tp, error in failed[:FAILURES_SHOWN])
+        more = f" (and {len(failed) - FAILURES_SHOWN:,} more)" if len(failed) > FAILURES_SHOWN else ""
+        state_change_log.warning(
+            "controller %d epoch %d: %d partition(s) failed to go online: %s%s",
+            self.core.broker_id,
+            ctx.epoch,
+            len(failed),
+            shown,
+            more,
+        )
+        if len(failed) > FAILURES_SHOWN and state_change_log.isEnabledFor(logging.DEBUG):
+            for tp, error in failed[FAILURES_SHOWN:]:
+                state_change_log.debug("%s failed to go online: %s", tp, error)
 
     def _change_state(self, tp: TopicPartition, target: PartitionState) -> None:
         ctx = self.core.context
