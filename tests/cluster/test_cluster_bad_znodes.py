@@ -161,3 +161,29 @@ def test_an_unreadable_controller_epoch_backs_off_instead_of_spinning(cluster: C
     cluster.zk.set("/controller_epoch", str(epoch).encode())
     wait_for(cluster.controller, 40, "a controller once /controller_epoch is readable")
     assert cluster.controller_epoch() == epoch + 1
+
+
+def test_a_topic_with_a_bad_partition_state_can_still_be_deleted_and_others_reassigned(
+    cluster: Cluster,
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    unused, busy = _topics(cluster)
+    cluster.zk.set(_state_path(unused, 0), GARBAGE)
+    old, _new = _kill_controller_and_settle(cluster)
+    cluster.start(old)  # deletion waits for every replica's broker, as in Kafka
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.delete_topics([unused])[unused].result(30)
+    wait_for(lambda: not cluster.exists(f"/brokers/topics/{unused}"), 30, f"{unused} deleted")
+    wait_for(lambda: not cluster.exists(f"/admin/delete_topics/{unused}"), 30, "the deletion request done")
+    # A reassignment elsewhere goes through while the controller has seen the bad znode.
+    live = [b for b in cluster.broker_ids if cluster.local.broker_alive(b)]
+    target = [live[1], live[0]]
+    cluster.zk.create(
+        "/admin/reassign_partitions",
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": busy, "partition": 0, "replicas": target}]}
+        ).encode(),
+    )
+    wait_for(lambda: not cluster.exists("/admin/reassign_partitions"), 60, "the reassignment to finish")
+    assert cluster.topic(busy)["partitions"]["0"] == target

@@ -128,12 +128,27 @@ class ControllerBrokerRequestBatch:
     def _update_metadata_partition_state(self, partition: TopicPartition) -> _UmPartitionState | None:
         ctx = self.context
         leadership = ctx.leadership.get(partition)
+        deleting = ctx.is_topic_queued_up_for_deletion(partition.topic)
         if leadership is None:
+            if deleting:
+                # Never led under this controller (its state znode did not decode, say), but the
+                # brokers may still list it from an earlier controller: they must drop it too.
+                replicas = list(ctx.partition_replica_assignment(partition))
+                return _UmPartitionState(
+                    topic_name=partition.topic,
+                    partition_index=partition.partition,
+                    controller_epoch=ctx.epoch,
+                    leader=LEADER_DURING_DELETE,
+                    leader_epoch=0,
+                    isr=[],
+                    zk_version=-1,
+                    replicas=replicas,
+                    offline_replicas=[],
+                )
             log.debug("no leader assigned yet for %s: not in UpdateMetadata", partition)
             return None
         lai = leadership.leader_and_isr
         replicas = list(ctx.partition_replica_assignment(partition))
-        deleting = ctx.is_topic_queued_up_for_deletion(partition.topic)
         return _UmPartitionState(
             topic_name=partition.topic,
             partition_index=partition.partition,
