@@ -148,6 +148,8 @@ def test_an_unreadable_controller_epoch_backs_off_instead_of_spinning(cluster: C
     epoch = cluster.controller_epoch()
     cluster.zk.set("/controller_epoch", GARBAGE)
     cluster.kill(old)
+    # the dead broker's /controller lasts until its session expires; then nobody may win
+    wait_for(lambda: cluster.controller() != old, 30, "the dead controller's session to expire")
     time.sleep(SETTLE_S)
     assert cluster.controller() is None
     others = [b for b in cluster.broker_ids if b != old]
