@@ -412,6 +412,60 @@ def test_consumer_groups_cli(cluster: LocalCluster) -> None:
     assert group not in run("--list").stdout.split()
 
 
+def test_consumer_groups_cli_kafka_flags(cluster: LocalCluster, tmp_path: Path) -> None:
+    """kafka-consumer-groups' flags an operator types by habit: TOPIC:P,P, --shift-by, --to-current,
+    --to-datetime, --by-duration, --export / --from-file, --all-groups, --members, --state and
+    --delete-offsets."""
+    b = cluster.bootstrap_servers
+    topic, group, other = name("flags"), name("flags-group"), name("flags-other")
+    produce(b, topic, 40)  # 10 records in each of 4 partitions
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "zkafka.cli.main", "consumer-groups", "--bootstrap-server", b, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def ok(*args: str) -> str:
+        result = run(*args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    reset = ("--reset-offsets", "--group", group)
+    ok(*reset, "--topic", topic, "--to-offset", "6", "--execute")
+    ok("--reset-offsets", "--group", other, "--topic", f"{topic}:0", "--to-earliest", "--execute")
+    assert committed(b, other) == {(topic, 0): 0}
+    ok(*reset, "--topic", f"{topic}:1,2", "--shift-by", "-4", "--execute")
+    assert committed(b, group) == {(topic, 0): 6, (topic, 1): 2, (topic, 2): 2, (topic, 3): 6}
+    ok(*reset, "--topic", f"{topic}:1", "--shift-by", "100", "--execute")  # clamped to the log end
+    assert committed(b, group)[(topic, 1)] == 10
+    assert "NEW-OFFSET" in ok(*reset, "--topic", topic, "--to-current")
+    ok(*reset, "--topic", topic, "--by-duration", "PT1H", "--execute")  # everything is newer: the start
+    assert set(committed(b, group).values()) == {0}
+    ok(*reset, "--topic", topic, "--to-datetime", "2999-01-01T00:00:00.000", "--execute")  # none that new
+    assert set(committed(b, group).values()) == {10}
+    exported = ok(*reset, "--topic", f"{topic}:3", "--to-offset", "7", "--export")
+    assert exported.strip() == f"{topic},3,7"
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported)
+    ok(*reset, "--from-file", str(plan), "--execute")
+    assert committed(b, group)[(topic, 3)] == 7
+    described = ok("--describe", "--all-groups")
+    assert group in described and other in described
+    assert "COORDINATOR (ID)" in ok("--describe", "--group", group, "--state")
+    assert "#PARTITIONS" in ok("--describe", "--group", group, "--members")
+    deleted = ok("--delete-offsets", "--group", group, "--topic", f"{topic}:0,1")
+    assert deleted.count("Successful") == 2
+    assert set(committed(b, group)) == {(topic, 2), (topic, 3)}
+    bad = run(*reset, "--topic", f"{topic}:x", "--to-earliest")
+    assert bad.returncode != 0 and "partitions must be numbers" in bad.stderr
+    bad = run(*reset, "--topic", topic, "--by-duration", "one hour")
+    assert bad.returncode != 0 and "ISO-8601" in bad.stderr
+
+
 def test_zkafka_group_consumer_with_a_kafka_python_member(cluster: LocalCluster) -> None:
     from zkafka.client.group_consumer import GroupConsumer
 

@@ -54,6 +54,8 @@ from zkafka.protocol.messages import (
     ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -78,6 +80,7 @@ _MAX = {
     DescribeGroupsRequest: 4,
     ListGroupsRequest: 2,
     DeleteGroupsRequest: 1,
+    OffsetDeleteRequest: 0,
 }
 
 
@@ -229,6 +232,40 @@ class GroupAdmin:
             _check(r.error_code, f"DeleteGroups {group!r}")
 
         await self._to_coordinator(group, delete)
+
+    async def delete_offsets(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, KafkaError | None]:
+        """OffsetDelete (KIP-496): per partition None when its committed offset is gone, else the
+        error (GROUP_SUBSCRIBED_TO_TOPIC while a member consumes the topic)."""
+        wanted = sorted(set(partitions))
+        by_topic: dict[str, list[int]] = {}
+        for tp in wanted:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        Req = OffsetDeleteRequest
+        request = Req(
+            group_id=group,
+            topics=[
+                Req.OffsetDeleteRequestTopic(
+                    name=t, partitions=[Req.OffsetDeleteRequestPartition(partition_index=p) for p in ps]
+                )
+                for t, ps in by_topic.items()
+            ],
+        )
+
+        async def delete(node: int) -> dict[TopicPartition, KafkaError | None]:
+            resp = await self.cluster.send(node, request, max_version=_MAX[OffsetDeleteRequest])
+            assert isinstance(resp, OffsetDeleteResponse)
+            _check(resp.error_code, f"OffsetDelete {group!r}")
+            return {
+                TopicPartition(t.name, p.partition_index): (
+                    None if p.error_code == ErrorCode.NONE else KafkaError(p.error_code)
+                )
+                for t in resp.topics
+                for p in t.partitions
+            }
+
+        return await self._to_coordinator(group, delete)
 
     # -- offsets ------------------------------------------------------------------------------------
     async def committed_offsets(
