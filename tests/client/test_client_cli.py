@@ -59,9 +59,26 @@ def test_topics_create_list_describe_alter_delete(cluster: LocalCluster) -> None
         f"\tTopic: {name}\tPartition: {p}\tLeader: 1\tReplicas: 1\tIsr: 1" for p in (0, 1)
     ]
 
-    ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name, "--partitions", "4"))
+    grown = ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name,
+                          "--partitions", "4"))  # fmt: skip
+    assert grown == "Adding partitions succeeded!\n"
+    altered = ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name, "--config",
+                            "cleanup.policy=compact", "--delete-config", "retention.ms"))  # fmt: skip
+    assert altered == f"Completed updating config for topic {name}.\n"
+    overridden = ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topics-with-overrides"))
+    assert overridden.splitlines() == [
+        line for line in overridden.splitlines() if line.startswith("Topic: ")
+    ] and f"Topic: {name}\t" in overridden
+    # one broker, min.insync.replicas=2 on the topic: every partition is below it
     ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name,
-                  "--config", "cleanup.policy=compact", "--delete-config", "retention.ms"))  # fmt: skip
+                  "--config", "min.insync.replicas=2"))  # fmt: skip
+    under = ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topic", name,
+                          "--under-min-isr-partitions")).splitlines()  # fmt: skip
+    assert len(under) == 4 and all("Isr: 1" in line for line in under)
+    assert ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topic", name,
+                         "--at-min-isr-partitions")) == ""  # fmt: skip
+    ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name,
+                  "--delete-config", "min.insync.replicas"))  # fmt: skip
     described = ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topic", name)).splitlines()
     assert "PartitionCount: 4" in described[0] and described[0].endswith("Configs: cleanup.policy=compact")
     table = ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topic", name, "--table"))

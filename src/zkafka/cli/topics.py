@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from zkafka.cli.errors import CliError
@@ -90,6 +90,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--unavailable-partitions", action="store_true", help="--describe: only partitions without leader"
+    )
+    p.add_argument(
+        "--under-min-isr-partitions",
+        action="store_true",
+        help="--describe: only partitions whose ISR is below min.insync.replicas",
+    )
+    p.add_argument(
+        "--at-min-isr-partitions",
+        action="store_true",
+        help="--describe: only partitions whose ISR is exactly min.insync.replicas",
+    )
+    p.add_argument(
+        "--topics-with-overrides", action="store_true", help="--describe: only topics with config overrides"
     )
     p.add_argument(
         "--table", action="store_true", help="--describe: print rich tables instead of kafka-topics lines"
@@ -247,12 +260,14 @@ def _alter(admin: SyncAdminClient, args: argparse.Namespace) -> int:
         for name, error in results.items():
             if error is not None:
                 raise CliError(f"altering {name}: {error.code.name}: {error.message}")
+        print("Adding partitions succeeded!")
     changes: dict[str, str | None] = dict(_configs(args))
     for key in args.delete_config or ():
         changes[key] = None
     if changes:
         for name in names:
             admin.alter_configs(ConfigResource.topic(name), changes)
+            print(f"Completed updating config for topic {name}.")
     return 0
 
 
@@ -265,9 +280,18 @@ def _describe(admin: SyncAdminClient, args: argparse.Namespace) -> int:
 
     configs = admin.describe_configs([ConfigResource.topic(n) for n in names])
     overrides = {r.name: [e for e in entries.values() if e.is_override] for r, entries in configs.items()}
-    only_partitions = args.under_replicated_partitions or args.unavailable_partitions
+    min_isr = {r.name: _min_isr(entries) for r, entries in configs.items()}
+    if args.topics_with_overrides:
+        names = [n for n in names if overrides[n]]
+        topics = {n: topics[n] for n in names}
+    only_partitions = (
+        args.under_replicated_partitions
+        or args.unavailable_partitions
+        or args.under_min_isr_partitions
+        or args.at_min_isr_partitions
+    )
     if args.table:
-        _print_tables(topics, overrides, args)
+        _print_tables(topics, overrides, min_isr, args)
         return 0
     for name in names:
         topic = topics[name]
@@ -276,7 +300,9 @@ def _describe(admin: SyncAdminClient, args: argparse.Namespace) -> int:
                 f"Topic: {name}\tPartitionCount: {topic.partition_count}\t"
                 f"ReplicationFactor: {topic.replication_factor}\tConfigs: {_config_text(overrides[name])}"
             )
-        for part in _selected_partitions(topic, args):
+        if args.topics_with_overrides:
+            continue  # kafka-topics prints only the topic line
+        for part in _selected_partitions(topic, args, min_isr[name]):
             line = (
                 f"\tTopic: {name}\tPartition: {part.partition}\tLeader: {_leader(part.leader)}\t"
                 f"Replicas: {_ids(part.replicas)}\tIsr: {_ids(part.isr)}"
@@ -287,13 +313,26 @@ def _describe(admin: SyncAdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _selected_partitions(topic: TopicMetadata, args: argparse.Namespace) -> list:
+def _selected_partitions(topic: TopicMetadata, args: argparse.Namespace, min_isr: int = 1) -> list:
     parts = [topic.partitions[p] for p in sorted(topic.partitions)]
     if args.under_replicated_partitions:
         parts = [p for p in parts if len(p.isr) < len(p.replicas)]
     if args.unavailable_partitions:
         parts = [p for p in parts if p.leader == NO_LEADER]
+    if args.under_min_isr_partitions:
+        parts = [p for p in parts if len(p.isr) < min_isr]
+    if args.at_min_isr_partitions:
+        parts = [p for p in parts if len(p.isr) == min_isr]
     return parts
+
+
+def _min_isr(entries: Mapping[str, ConfigEntry]) -> int:
+    """The topic's effective min.insync.replicas (1 if it cannot be read)."""
+    entry = entries.get("min.insync.replicas")
+    try:
+        return int(entry.value) if entry is not None and entry.value is not None else 1
+    except ValueError:
+        return 1
 
 
 def _config_text(entries: Sequence[ConfigEntry]) -> str:
@@ -309,7 +348,10 @@ def _ids(ids: Sequence[int]) -> str:
 
 
 def _print_tables(
-    topics: dict[str, TopicMetadata], overrides: dict[str, list[ConfigEntry]], args: argparse.Namespace
+    topics: dict[str, TopicMetadata],
+    overrides: dict[str, list[ConfigEntry]],
+    min_isr: Mapping[str, int],
+    args: argparse.Namespace,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -322,7 +364,7 @@ def _print_tables(
         )
     for name, topic in topics.items():
         first = True
-        for part in _selected_partitions(topic, args):
+        for part in _selected_partitions(topic, args, min_isr.get(name, 1)):
             under = len(part.isr) < len(part.replicas)
             table.add_row(
                 name if first else "",
