@@ -247,3 +247,18 @@ def test_cluster_up_reports_a_broker_that_cannot_start(zk_connect: str, tmp_path
     assert "bad --zookeeper" in failed(
         zkafka_cli("cluster", "up", "--dir", str(directory), "--zookeeper", "a:b:c")
     )
+
+
+def test_console_tools_take_kafkas_older_and_newer_flag_names(cluster: LocalCluster) -> None:
+    """console-producer --broker-list (the pre-2.5 name) and console-consumer --include (2.8)."""
+    b = cluster.bootstrap_servers
+    prefix = topic_name("include")
+    for suffix in ("a", "b"):
+        ok(zkafka_cli("console-producer", "--broker-list", b, "--topic", f"{prefix}-{suffix}",
+                      stdin=b"from %s\n" % suffix.encode()))  # fmt: skip
+    consumed = zkafka_cli("console-consumer", "--bootstrap-server", b, "--include", f"{prefix}-.*",
+                          "--from-beginning", "--max-messages", "2", "--timeout-ms", "20000")  # fmt: skip
+    assert sorted(ok(consumed).splitlines()) == ["from a", "from b"]
+    assert "no topic matches" in failed(
+        zkafka_cli("console-consumer", "--bootstrap-server", b, "--include", "nothing-like-this-.*")
+    )

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -96,7 +97,11 @@ def _register_producer(sub: argparse._SubParsersAction) -> None:
         help="send stdin lines as records (like kafka-console-producer)",
         description="Send each line of stdin as one record.",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]")
+    where.add_argument(
+        "--broker-list", dest="bootstrap_server", metavar="HOST:PORT[,...]", help="= --bootstrap-server"
+    )
     p.add_argument("--topic", required=True)
     p.add_argument(
         "--property",
@@ -331,6 +336,7 @@ def _register_consumer(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--topic")
     p.add_argument("--whitelist", metavar="REGEX", help="with --zookeeper: topics matching REGEX")
+    p.add_argument("--include", metavar="REGEX", help="topics matching REGEX (Kafka 2.8's --whitelist)")
     p.add_argument("--blacklist", metavar="REGEX", help="with --zookeeper: topics not matching REGEX")
     p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset, not the end")
     p.add_argument("--partition", type=int, metavar="P", help="consume only this partition")
@@ -433,12 +439,19 @@ def consumer_start(args: argparse.Namespace) -> str | int:
 
 
 def run_consumer(args: argparse.Namespace) -> int:
+    if args.include is not None:
+        if args.whitelist is not None:
+            raise CliError("give --include or --whitelist, not both")
+        args.whitelist = args.include
     if args.zookeeper:
         return _run_zookeeper_consumer(args)
     if not args.bootstrap_server:
         raise CliError("Missing required argument: --bootstrap-server (or --zookeeper)")
-    if not args.topic or args.whitelist or args.blacklist:
-        raise CliError("--bootstrap-server needs --topic (--whitelist/--blacklist need --zookeeper)")
+    if args.blacklist or (args.whitelist and args.topic) or not (args.topic or args.whitelist):
+        raise CliError("--bootstrap-server needs --topic or --include (--blacklist needs --zookeeper)")
+    if args.whitelist and args.partition is not None:
+        raise CliError("--partition needs --topic")
+    topics = [args.topic] if args.topic else _matching_topics(args.bootstrap_server, args.whitelist)
     if args.group and args.partition is not None:
         raise CliError("Options group and partition cannot be specified together.")
     if args.max_messages is not None and args.max_messages < 0:
@@ -461,7 +474,7 @@ def run_consumer(args: argparse.Namespace) -> int:
     with client_errors():
         try:
             client: Consumer | GroupConsumer = (
-                GroupConsumer(args.bootstrap_server, group_id=args.group, topics=[args.topic], **kwargs)
+                GroupConsumer(args.bootstrap_server, group_id=args.group, topics=topics, **kwargs)
                 if args.group
                 else Consumer(args.bootstrap_server, **kwargs)
             )
@@ -471,7 +484,7 @@ def run_consumer(args: argparse.Namespace) -> int:
             if isinstance(client, GroupConsumer):
                 asyncio.run(_consume_member(client, args, formatter, sys.stdout.buffer, progress))
             else:
-                asyncio.run(_consume(client, args, start, formatter, sys.stdout.buffer, progress))
+                asyncio.run(_consume(client, args, topics, start, formatter, sys.stdout.buffer, progress))
         except BrokenPipeError:
             # the reader went away (`| head`): stop quietly, and keep Python's final flush of
             # stdout from failing again
@@ -493,6 +506,7 @@ class _Progress:
 async def _consume(
     consumer: Consumer,
     args: argparse.Namespace,
+    topics: list[str],
     start: str | int,
     formatter: RecordFormatter,
     out: IO[bytes],
@@ -515,7 +529,14 @@ async def _consume(
             else:
                 consumer.seek_to_end(tp)
         else:
-            await consumer.assign_topic(args.topic)
+            if len(topics) == 1:
+                await consumer.assign_topic(topics[0])
+            else:
+                tps = []
+                for topic in topics:
+                    meta = await consumer.cluster.topic(topic)
+                    tps.extend(TopicPartition(topic, p) for p in sorted(meta.partitions))
+                consumer.assign(tps)
             if start == "earliest":
                 consumer.seek_to_beginning()
             else:
@@ -535,6 +556,21 @@ async def _consume(
                 break
     finally:
         await consumer.close()
+
+
+def _matching_topics(bootstrap: str, pattern: str) -> list[str]:
+    """Topics whose whole name matches `pattern` (Kafka's --include); internal ones are never listed."""
+    from zkafka.client.sync import SyncAdminClient
+
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise CliError(f"--include {pattern!r} is not a regular expression: {e}") from None
+    with client_errors(), SyncAdminClient(bootstrap) as admin:
+        names = sorted(t for t in admin.list_topics() if regex.fullmatch(t))
+    if not names:
+        raise CliError(f"no topic matches --include {pattern!r}")
+    return names
 
 
 # -- the ZooKeeper consumer (--zookeeper) ------------------------------------------------------------
