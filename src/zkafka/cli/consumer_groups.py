@@ -506,7 +506,7 @@ def _zookeeper(args: argparse.Namespace, action: str, out: IO[str]) -> int:
             owners = _zk_owners(zk, group)
             topics = {tp.topic for tp in committed} | {tp.topic for tp in owners}
             tps = [TopicPartition(t, p) for t in sorted(topics) for p in zk.get_partitions_for_topic(t)]
-            ends = asyncio.run(_zk_log_ends(args.zookeeper, tps))
+            ends, _ = asyncio.run(_zk_log_ends(args.zookeeper, tps))
             if not active:
                 out.write(f"\nConsumer group '{group}' has no active members.\n")
             rows = [
