@@ -67,9 +67,11 @@ def test_repeat_filter_summarises_a_chatty_library() -> None:
     handler = Collect()
     handler.addFilter(RepeatFilter("kazoo", 60, clock=clock))
     chatty, ours = logging.getLogger("kazoo.client.test"), logging.getLogger("zkafka.test.repeat")
+    levels = {logger: logger.level for logger in (chatty, ours)}
     for logger in (chatty, ours):
         logger.addHandler(handler)
         logger.propagate = False
+        logger.setLevel(logging.INFO)  # whatever another test set on "kazoo" (the CLI quiets it)
     try:
         for _ in range(30):
             chatty.warning("Connection dropped: %s", "refused")
@@ -80,6 +82,7 @@ def test_repeat_filter_summarises_a_chatty_library() -> None:
         for logger in (chatty, ours):
             logger.removeHandler(handler)
             logger.propagate = True
+            logger.setLevel(levels[logger])
     assert records.count("zkafka.test.repeat: not filtered") == 30
     assert [r for r in records if r.startswith("kazoo")] == [
         "kazoo.client.test: Connection dropped: refused",
