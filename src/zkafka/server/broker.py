@@ -20,13 +20,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zkafka.config import BrokerConfig
+from zkafka.config import BrokerConfig, parse_connection_overrides
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.server.apis import HANDLERS
+from zkafka.server.connection_quotas import ConnectionQuotas
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dispatcher import Dispatcher
 from zkafka.server.isr import IsrManager
+from zkafka.server.memory_pool import MemoryPool
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.network import KafkaConnection
 from zkafka.server.producer_ids import ProducerIdManager
@@ -66,6 +68,17 @@ class Broker:
         self.group_coordinator: Any = None  # zkafka.server.coordinator_service.CoordinatorService
         self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[KafkaConnection] = set()
+        cfg = self.config
+        # Bounds on what clients can make the network layer hold (issue 11): request memory as a
+        # whole, and which connections are accepted at all.
+        self.request_memory = MemoryPool(cfg.queued_max_request_bytes)
+        self.connection_quotas = ConnectionQuotas(
+            max_connections=cfg.max_connections,
+            max_per_ip=cfg.max_connections_per_ip,
+            per_ip_overrides=parse_connection_overrides(cfg.max_connections_per_ip_overrides),
+            max_creation_rate=cfg.max_connection_creation_rate,
+            inter_broker_listener=cfg.inter_broker_listener_name,
+        )
         self.bound_ports: dict[str, int] = {}
         # Advertise exactly what has a handler: clients use every version they are offered.
         self.served_versions = {k: v for k, v in BROKER_API_VERSIONS.items() if k in HANDLERS}
@@ -140,6 +153,7 @@ class Broker:
         self._handles.append(self._config_listener.attach(self.watcher, self.executor))
         await self._start_controller()
         self._start_periodic_tasks()
+        self._start_idle_sweep()
 
     def _read_topic_configs(self) -> dict[str, dict[str, str]]:
         # Plural read: a config znode that does not decode is reported and ignored, never fatal.
@@ -157,6 +171,9 @@ class Broker:
                     max_request_bytes=self.config.socket_request_max_bytes,
                     max_inflight=self.config.queued_max_requests,
                     on_close=self.connections.discard,
+                    pool=self.request_memory,
+                    quotas=self.connection_quotas,
+                    listener=d.listener,
                 )
                 self.connections.add(conn)
                 return conn
@@ -258,6 +275,19 @@ class Broker:
             self._every(cfg.log_cleaner_backoff_ms, "cleaner", lambda: lm.run_cleaner(self._now_ms()))
 
         self._tasks.append(asyncio.create_task(self.isr.run(), name="isr"))
+
+    def _start_idle_sweep(self) -> None:
+        """connections.max.idle.ms: checked on the event loop (the connections live there)."""
+        idle_s = self.config.connections_max_idle_ms / 1000
+        if idle_s <= 0:
+            return
+
+        async def sweep() -> None:
+            while True:
+                await asyncio.sleep(min(max(idle_s / 4, 0.05), 30.0))
+                self.connection_quotas.close_idle(list(self.connections), idle_s)
+
+        self._tasks.append(asyncio.create_task(sweep(), name="idle-connections"))
 
     def _every(self, interval_ms: int, name: str, fn: Callable[[], object]) -> None:
         interval = max(interval_ms, 10) / 1000

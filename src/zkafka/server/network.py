@@ -2,9 +2,16 @@
 
 One `KafkaConnection` per client socket, a `BufferedProtocol`: the socket is read straight into
 our buffers. Small frames are read into a reusable 64 KiB buffer and copied out once; a large
-frame (a produce request of a megabyte, say) gets a buffer of exactly its size that the socket
-fills directly, so its bytes are copied once from the kernel and never again: the handler gets
-that `bytearray` and the produce path patches offsets in it and writes it to the log as is.
+frame (a produce request of a megabyte, say) gets a buffer of its own that the socket fills
+directly, so its bytes are copied from the kernel once: the handler gets that `bytearray` and the
+produce path patches offsets in it and writes it to the log as is. That buffer grows as the bytes
+arrive (256 KiB, then 4x at a time up to the announced size), never at the size a client merely
+announces: 64 connections that each announce 100 MB and send nothing more hold 16 MB, not 6 GB.
+
+Memory for requests is bounded as a whole by `queued.max.request.bytes` (`MemoryPool`): a frame
+reserves its size before its body is read and gives it back once answered; a connection whose
+next frame does not fit stops reading until memory is released. Which connections are accepted at
+all, and which idle ones are closed, is `ConnectionQuotas`' business.
 Every complete frame (int32 size + body) is handed to the request handler at once, so a client
 may pipeline many requests. Kafka guarantees responses in request order per connection, so each request gets a
 slot in a FIFO; a slot is filled either immediately (the handler returned the response) or
@@ -26,12 +33,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from zkafka.logs import RateLimitedLog
+from zkafka.server.connection_quotas import ConnectionQuotas
+from zkafka.server.memory_pool import MemoryPool
+
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)
 
 _SIZE = struct.Struct(">i")
 
@@ -57,23 +71,33 @@ class ConnectionFatalError(Exception):
 
 
 SMALL_FRAME = 64 * 1024  # frames above this get a buffer of their own
+LARGE_START = 256 * 1024  # first size of that buffer; it grows 4x at a time as bytes arrive
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
     __slots__ = (
         "_buffer",
         "_closed",
+        "_counted",
         "_end",
         "_frame",
         "_frame_filled",
+        "_frame_size",
         "_handler",
         "_inflight",
+        "_listener",
         "_max_inflight",
         "_max_request_bytes",
         "_on_close",
+        "_pool",
+        "_pool_muted",
+        "_quotas",
         "_reading_paused",
+        "_reserved",
         "_start",
         "_writing_paused",
+        "ip",
+        "last_active",
         "peer",
         "transport",
     )
@@ -85,36 +109,66 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_request_bytes: int,
         max_inflight: int = 500,
         on_close: Callable[[KafkaConnection], None] | None = None,
+        pool: MemoryPool | None = None,
+        quotas: ConnectionQuotas | None = None,
+        listener: str = "",
     ) -> None:
         self._handler = handler
         self._max_request_bytes = max_request_bytes
         self._max_inflight = max_inflight
         self._on_close = on_close
+        self._pool = pool
+        self._quotas = quotas
+        self._listener = listener
         self._buffer = bytearray(SMALL_FRAME + 4)
         self._start = 0  # unparsed bytes of _buffer are [_start, _end)
         self._end = 0
         self._frame: bytearray | None = None  # a large frame being filled by the socket
         self._frame_filled = 0
-        # FIFO of response slots: a list of buffers, NO_RESPONSE, or a pending future.
-        self._inflight: deque[Any] = deque()
+        self._frame_size = 0
+        self._reserved = 0  # pool bytes held by the frame being read (not yet dispatched)
+        # FIFO of response slots: [pool bytes, a list of buffers | NO_RESPONSE | a pending future].
+        self._inflight: deque[list[Any]] = deque()
         self._reading_paused = False
         self._writing_paused = False
+        self._pool_muted = False
         self._closed = False
+        self._counted = False
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
+        self.ip: str = "?"
+        self.last_active = time.monotonic()
 
     # -- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        if self._quotas is not None:
+            if not self._quotas.accept(self.ip, self._listener):
+                self._closed = True  # refused: the quotas logged why (rate-limited)
+                transport.abort()  # type: ignore[attr-defined]
+                return
+            self._counted = self._quotas.counts(self._listener)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        for slot in self._inflight:
+        released = self._reserved
+        self._reserved = 0
+        for size, slot in self._inflight:
+            released += size
             if isinstance(slot, asyncio.Future) and not slot.done():
                 slot.cancel()
         self._inflight.clear()
+        self._frame = None
+        if self._pool is not None:
+            self._pool.forget(self._resume)
+            if released:
+                self._pool.release(released)
+        if self._counted and self._quotas is not None:
+            self._counted = False
+            self._quotas.closed(self.ip)
         if self._on_close is not None:
             self._on_close(self)
 
@@ -127,8 +181,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._update_reading()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._frame is not None:
-            return memoryview(self._frame)[self._frame_filled :]
+        frame = self._frame
+        if frame is not None:
+            if self._frame_filled == len(frame):
+                # full but the frame is not complete: more bytes did arrive, so grow (a new buffer:
+                # the socket may still hold a view of the old one)
+                grown = bytearray(min(self._frame_size, len(frame) * 4))
+                grown[: self._frame_filled] = frame
+                self._frame = frame = grown
+            return memoryview(frame)[self._frame_filled :]
         if self._start == self._end:
             self._start = self._end = 0
         elif len(self._buffer) - self._end < 1024:
@@ -139,13 +200,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return memoryview(self._buffer)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         if self._frame is not None:
             self._frame_filled += nbytes
-            if self._frame_filled == len(self._frame):
+            if self._frame_filled == self._frame_size:
                 frame, self._frame = self._frame, None
                 self._dispatch(frame)
             return
         self._end += nbytes
+        self._parse()
+
+    def _parse(self) -> None:
+        """Dispatch every complete frame in the read buffer; start reading a large one into its own
+        buffer. Stops (muted) when the memory pool cannot hold the next frame."""
         buf, pos, end = self._buffer, self._start, self._end
         while end - pos >= 4 and not self._closed:
             (size,) = _SIZE.unpack_from(buf, pos)
@@ -154,22 +221,45 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     f"request size {size} is outside [0, socket.request.max.bytes={self._max_request_bytes}]"
                 )
                 return
+            if not self._reserved and not self._reserve(size):
+                break  # muted: this frame waits, unread or unparsed, until memory is released
             if end - pos - 4 >= size:
                 frame = buf[pos + 4 : pos + 4 + size]  # one copy, into a bytearray the handler owns
                 pos += 4 + size
                 self._dispatch(frame)
                 continue
             if size > SMALL_FRAME:
-                # the socket fills the rest of this frame directly
-                frame = bytearray(size)
+                # the socket fills the rest of this frame directly, into a buffer grown as it arrives
                 have = end - pos - 4
+                frame = bytearray(min(size, max(LARGE_START, have)))
                 frame[:have] = memoryview(buf)[pos + 4 : end]
-                self._frame, self._frame_filled = frame, have
+                self._frame, self._frame_filled, self._frame_size = frame, have, size
                 pos = end
             break
         self._start = pos
         if pos == end:
             self._start = self._end = 0
+
+    def _reserve(self, size: int) -> bool:
+        pool = self._pool
+        if pool is None:
+            return True
+        if pool.try_reserve(size):
+            self._reserved = size
+            return True
+        if not self._pool_muted:
+            self._pool_muted = True
+            pool.wait(self._resume)
+            self._update_reading()
+        return False
+
+    def _resume(self) -> None:
+        """The memory pool released memory: try the waiting frame again."""
+        if self._closed:
+            return
+        self._pool_muted = False
+        self._parse()
+        self._update_reading()
 
     def data_received(self, data: bytes) -> None:
         """Fallback for transports that do not support BufferedProtocol."""
@@ -182,21 +272,24 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- internals ---------------------------------------------------------------------------
     def _dispatch(self, frame: bytearray) -> None:
+        reserved, self._reserved = self._reserved, 0
         try:
             result = self._handler(frame, self)
         except ConnectionFatalError as e:
+            self._release(reserved)
             self.abort(str(e))
             return
         except Exception:
+            self._release(reserved)
             log.exception("request handler failed; closing connection from %s", self.peer)
             self.abort("internal error")
             return
         if isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
             fut = asyncio.ensure_future(result)
-            self._inflight.append(fut)
+            self._inflight.append([reserved, fut])
             fut.add_done_callback(self._on_future_done)
         else:
-            self._inflight.append(result)
+            self._inflight.append([reserved, result])
         self._flush()
         self._update_reading()
 
@@ -220,23 +313,31 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         out: list[bytes | bytearray | memoryview] = []
         q = self._inflight
+        released = 0
         while q:
-            slot = q[0]
+            reserved, slot = q[0]
             if isinstance(slot, asyncio.Future):
                 if not slot.done():
                     break
                 slot = slot.result()
             q.popleft()
+            released += reserved
             if slot is not NO_RESPONSE:
                 out.extend(slot)
         if out:
             transport.writelines(out)
+            self.last_active = time.monotonic()
+        self._release(released)
+
+    def _release(self, size: int) -> None:
+        if size and self._pool is not None:
+            self._pool.release(size)
 
     def _update_reading(self) -> None:
         transport = self.transport
         if transport is None or self._closed:
             return
-        should_pause = self._writing_paused or len(self._inflight) >= self._max_inflight
+        should_pause = self._writing_paused or self._pool_muted or len(self._inflight) >= self._max_inflight
         if should_pause and not self._reading_paused:
             self._reading_paused = True
             transport.pause_reading()
@@ -248,7 +349,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Close this connection at once (bad input); the broker keeps serving everyone else."""
         if self._closed:
             return
-        log.warning("closing connection from %s: %s", self.peer, reason)
+        # One line per kind of reason a minute: a flood of hostile frames must not flood the log.
+        kind = re.sub(r"\d+", "N", reason)[:80]
+        limited.warning(("closing", kind), "closing connection from %s: %s", self.peer, reason)
         self._closed = True
         if self.transport is not None:
             self.transport.abort()

@@ -1,0 +1,57 @@
+"""`MemoryPool` and `ConnectionQuotas` on their own (the network tests use them for real)."""
+
+from __future__ import annotations
+
+from zkafka.server.connection_quotas import ConnectionQuotas
+from zkafka.server.memory_pool import MemoryPool
+
+
+def test_pool_mutes_what_does_not_fit_and_wakes_in_order() -> None:
+    pool = MemoryPool(100)
+    woken: list[str] = []
+    assert pool.try_reserve(60)
+    assert not pool.try_reserve(50)
+    pool.wait(lambda: woken.append("a") if pool.try_reserve(50) else pool.wait(lambda: woken.append("a2")))
+    pool.wait(lambda: woken.append("b"))
+    pool.release(60)
+    assert woken == ["a", "b"] and pool.used == 50 and pool.peak == 60
+
+
+def test_pool_always_admits_a_frame_into_an_empty_pool() -> None:
+    pool = MemoryPool(10)
+    assert pool.try_reserve(1000)  # larger than the pool: alone, it must still pass (no deadlock)
+    assert not pool.try_reserve(1)
+
+
+def test_an_unbounded_pool_only_counts() -> None:
+    pool = MemoryPool(-1)
+    assert pool.try_reserve(10**12) and pool.used == 10**12
+
+
+def test_quotas_per_ip_overrides_total_and_inter_broker() -> None:
+    now = [0.0]
+    quotas = ConnectionQuotas(
+        max_connections=3,
+        max_per_ip=1,
+        per_ip_overrides={"10.0.0.1": 2},
+        max_creation_rate=100,
+        inter_broker_listener="INTERNAL",
+        clock=lambda: now[0],
+    )
+    assert quotas.accept("10.0.0.1", "CLIENT") and quotas.accept("10.0.0.1", "CLIENT")
+    assert not quotas.accept("10.0.0.1", "CLIENT")  # its override: 2
+    assert quotas.accept("10.0.0.2", "CLIENT")
+    assert not quotas.accept("10.0.0.3", "CLIENT")  # max.connections=3
+    assert quotas.accept("10.0.0.3", "INTERNAL") and not quotas.counts("INTERNAL")  # never locked out
+    quotas.closed("10.0.0.2")
+    assert quotas.accept("10.0.0.3", "CLIENT") and quotas.total == 3 and quotas.refused == 2
+
+
+def test_creation_rate_per_second() -> None:
+    now = [100.0]
+    quotas = ConnectionQuotas(
+        max_connections=1000, max_per_ip=1000, max_creation_rate=2, clock=lambda: now[0]
+    )
+    assert [quotas.accept("h", "CLIENT") for _ in range(3)] == [True, True, False]
+    now[0] = 101.0
+    assert quotas.accept("h", "CLIENT")
