@@ -21,11 +21,19 @@ from zkafka.server.apis.topics import _error
 from zkafka.server.dispatcher import RequestContext
 from zkafka.storage.config import STORED_ONLY_TOPIC_CONFIGS, InvalidConfigError
 from zkafka.zk.model import ConfigType
+from zkafka.zk.topic_names import is_valid_topic_name
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 D = DescribeConfigsResponse
+
+
+def _check_topic_name(topic: str) -> None:
+    """Kafka's Topic.validate: an illegal name ("", "..", "a/b") is INVALID_TOPIC_EXCEPTION, and
+    never reaches ZooKeeper, where it would not even be a znode name."""
+    if not is_valid_topic_name(topic):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic name {topic[:64]!r} is illegal")
 
 
 async def handle_describe(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -53,6 +61,7 @@ async def _describe_topic(
     ctx: RequestContext, topic: str, synonyms: bool
 ) -> list[D.DescribeConfigsResourceResult]:
     broker = ctx.broker
+    _check_topic_name(topic)
     if not await broker.zk_call(broker.zk.topic_exists, topic):
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
     overrides = await broker.zk_call(broker.zk.get_entity_config, ConfigType.TOPIC, topic)
@@ -141,6 +150,7 @@ async def handle_alter(ctx: RequestContext, request: AlterConfigsRequest) -> Alt
                     ErrorCode.INVALID_REQUEST,
                     "only topic configs can be altered (dynamic broker configs are not supported)",
                 )
+            _check_topic_name(res.resource_name)
             configs = {c.name: c.value for c in res.configs if c.value is not None}
             try:
                 broker.log_manager.default_config.with_overrides(configs)

@@ -23,6 +23,7 @@ from zkafka.protocol.messages import (
 )
 from zkafka.server import topic_admin
 from zkafka.server.dispatcher import RequestContext
+from zkafka.zk.topic_names import is_valid_topic_name
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,9 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     for name in request.topic_names:
         out = DeleteTopicsResponse.DeletableTopicResult(name=name)
         results.append(out)
+        if not is_valid_topic_name(name):  # cannot exist, and is no znode name ("..", "a/b")
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
         try:
             await broker.zk_call(
                 topic_admin.delete_topic, broker.zk, name, deletion_enabled=broker.config.delete_topic_enable
@@ -162,6 +166,10 @@ async def handle_create_partitions(
         results.append(out)
         if names[t.name] > 1:
             out.error_code, out.error_message = ErrorCode.INVALID_REQUEST, "duplicate topic name in request"
+            continue
+        if not is_valid_topic_name(t.name):  # cannot exist, and is no znode name ("..", "a/b")
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.error_message = "no topic can have this name"
             continue
         try:
             added = await broker.zk_call(
