@@ -35,5 +35,17 @@ fmt: setup
 perf: setup
 	$(PY) -m zkafka.cli.main perf storage
 
+# The wire-protocol fuzzer against a real broker process (docs/reliability.md). Exit status 1 on
+# any finding; reproducers go to $(FUZZ_FINDINGS). FUZZ_ARGS adds options, e.g.
+# FUZZ_ARGS="--bootstrap-server 127.0.0.1:9092" to fuzz a running broker.
+FUZZ_FRAMES ?= 100000
+FUZZ_SEED ?= 1
+FUZZ_BUDGET_S ?= 600
+FUZZ_FINDINGS ?= build/fuzz-findings
+FUZZ_ARGS ?=
+fuzz: setup
+	$(PY) -m zkafka.testing.fuzz --frames $(FUZZ_FRAMES) --seed $(FUZZ_SEED) --budget-s $(FUZZ_BUDGET_S) \
+		--findings-dir $(FUZZ_FINDINGS) $(FUZZ_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -216,6 +216,12 @@ class LocalCluster:
         self.signal_broker(broker_id, signal.SIGKILL)
         self.wait_broker_exit(broker_id, 10)
 
+    def broker_exit_code(self, broker_id: int) -> int | None:
+        """The exit status of a broker started by this object (None while it runs, or when it
+        was started by another process)."""
+        proc = self._popen.get(broker_id)
+        return None if proc is None else proc.poll()
+
     def broker_alive(self, broker_id: int) -> bool:
         proc = self._popen.get(broker_id)
         if proc is not None:

@@ -1,0 +1,224 @@
+"""The wire-protocol fuzzer (issue 11, item 7; `docs/reliability.md`) and what it found.
+
+* The generator is checked against the codec: every unmutated frame it builds, for every
+  (api, version) the broker advertises, decodes with `decode_request`; cases are a function of
+  (seed, index) alone, so a reproducer's seed and case index rebuild the same bytes.
+* A short campaign (10,000 frames, seed 1) runs against a real broker process: no crash, no
+  hang, no traceback in the broker's log.
+* The findings are regression tests, against the same broker: requests naming topics that no
+  topic can be called ("..", "a/b", "") were answered by a traceback in the broker's log
+  (ValueError from the znode path builder) and UNKNOWN_SERVER_ERROR; they now get Kafka's
+  answers without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zkafka.protocol import Message, RequestHeader, decode_request, decode_response, encode_request
+from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+)
+from zkafka.server.launcher import LocalCluster
+from zkafka.testing.cluster import running_cluster
+from zkafka.testing.fuzz import FUZZ_BROKER_OVERRIDES, FuzzConfig, Fuzzer, Report, prepare, target_of
+from zkafka.testing.fuzz.generate import RequestGenerator
+from zkafka.testing.fuzz.runner import advertised_pairs, build_case, load_frames, tracebacks_in
+from zkafka.zk.server import ZooKeeperServer
+
+# Kafka's error codes
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC_EXCEPTION = 17
+
+ILLEGAL_NAMES = ["..", ".", "a/b", "../../brokers", "", "\x00", "with space"]
+TOPIC_RESOURCE = 2
+
+_ids = itertools.count(1)
+
+
+# -- the generator, without a broker ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("api_key", "version"), advertised_pairs(BROKER_API_VERSIONS))
+def test_generated_frames_decode(api_key: int, version: int) -> None:
+    for i in range(25):
+        gen = RequestGenerator(random.Random(f"decode/{api_key}/{version}/{i}"))
+        built = gen.request(api_key, version, i, big=i == 0)
+        header, _ = decode_request(bytes(built.payload), BROKER_API_VERSIONS)
+        assert (header.api_key, header.api_version, header.correlation_id) == (api_key, version, i)
+        for slot in built.slots:
+            assert 0 <= slot.offset < len(built.payload)
+
+
+def test_cases_are_a_function_of_seed_and_index() -> None:
+    for index in (0, 17, 4242):
+        a = build_case(9, index, BROKER_API_VERSIONS)
+        b = build_case(9, index, BROKER_API_VERSIONS)
+        assert [w.data for w in a.frames] == [w.data for w in b.frames]
+    assert build_case(9, 1, BROKER_API_VERSIONS).frames != build_case(10, 1, BROKER_API_VERSIONS).frames
+
+
+def test_tracebacks_are_found_with_their_log_line() -> None:
+    log = (
+        "2026-01-01 10:00:00,000 INFO zkafka.server: fine\n"
+        "2026-01-01 10:00:01,000 ERROR zkafka.server.apis.topics: admin request failed\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in f\n'
+        "ValueError: topic '..' cannot be used as a znode name\n"
+        "2026-01-01 10:00:02,000 INFO zkafka.server: fine again\n"
+    )
+    (found,) = tracebacks_in(log)
+    assert found.startswith("2026-01-01 10:00:01,000 ERROR")
+    assert found.endswith("cannot be used as a znode name")
+
+
+# -- against a real broker ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    with running_cluster(
+        zookeeper_server, tmp_path_factory.mktemp("fuzz"), brokers=1, overrides=FUZZ_BROKER_OVERRIDES
+    ) as c:
+        yield c
+
+
+def _call(port: int, request: Message, version: int) -> Message:
+    cid = next(_ids)
+    frame = bytes(
+        encode_request(RequestHeader(type(request).API_KEY, version, cid, "fuzz-regression"), request)
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+        sock.sendall(frame)
+        (size,) = struct.unpack(">i", _exactly(sock, 4))
+        header, response = decode_response(type(request).API_KEY, version, _exactly(sock, size))
+    assert header.correlation_id == cid
+    return response
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(data)} of {n} bytes")
+        data += chunk
+    return bytes(data)
+
+
+def _tracebacks(cluster: LocalCluster) -> list[str]:
+    return tracebacks_in(cluster.brokers[1].log_path.read_text(errors="replace"))
+
+
+def test_delete_topics_with_illegal_names(cluster: LocalCluster) -> None:
+    """Found by seed 1, case 171 (DeleteTopics v2 naming '..')."""
+    before = len(_tracebacks(cluster))
+    resp = _call(cluster.brokers[1].port, DeleteTopicsRequest(topic_names=ILLEGAL_NAMES, timeout_ms=1000), 3)
+    assert isinstance(resp, DeleteTopicsResponse)
+    assert [(r.name, r.error_code) for r in resp.responses] == [
+        (n, UNKNOWN_TOPIC_OR_PARTITION) for n in ILLEGAL_NAMES
+    ]
+    assert len(_tracebacks(cluster)) == before
+
+
+def test_create_partitions_with_illegal_names(cluster: LocalCluster) -> None:
+    """Found by seed 1 in the first campaign (CreatePartitions naming 'a/b')."""
+    before = len(_tracebacks(cluster))
+    T = CreatePartitionsRequest.CreatePartitionsTopic
+    request = CreatePartitionsRequest(topics=[T(name=n, count=2) for n in ILLEGAL_NAMES], timeout_ms=1000)
+    resp = _call(cluster.brokers[1].port, request, 1)
+    assert isinstance(resp, CreatePartitionsResponse)
+    assert [(r.name, r.error_code) for r in resp.results] == [
+        (n, UNKNOWN_TOPIC_OR_PARTITION) for n in ILLEGAL_NAMES
+    ]
+    assert len(_tracebacks(cluster)) == before
+
+
+def test_describe_and_alter_configs_with_illegal_names(cluster: LocalCluster) -> None:
+    """Found by seed 1, case 258 (DescribeConfigs v1 for topic '')."""
+    before = len(_tracebacks(cluster))
+    port = cluster.brokers[1].port
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    described = _call(
+        port,
+        DescribeConfigsRequest(
+            resources=[R(resource_type=TOPIC_RESOURCE, resource_name=n) for n in ILLEGAL_NAMES]
+        ),
+        1,
+    )
+    assert isinstance(described, DescribeConfigsResponse)
+    assert [(r.resource_name, r.error_code) for r in described.results] == [
+        (n, INVALID_TOPIC_EXCEPTION) for n in ILLEGAL_NAMES
+    ]
+    A = AlterConfigsRequest.AlterConfigsResource
+    C = AlterConfigsRequest.AlterableConfig
+    altered = _call(
+        port,
+        AlterConfigsRequest(
+            resources=[
+                A(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=n,
+                    configs=[C(name="retention.ms", value="1000")],
+                )
+                for n in ILLEGAL_NAMES
+            ]
+        ),
+        1,
+    )
+    assert isinstance(altered, AlterConfigsResponse)
+    assert [(r.resource_name, r.error_code) for r in altered.responses] == [
+        (n, INVALID_TOPIC_EXCEPTION) for n in ILLEGAL_NAMES
+    ]
+    assert len(_tracebacks(cluster)) == before
+
+
+@pytest.mark.timeout(150)
+def test_ten_thousand_frames(cluster: LocalCluster, tmp_path: Path) -> None:
+    """`make fuzz` in small: 10,000 frames of seed 1 against the broker process."""
+    target = target_of(cluster)
+    config = FuzzConfig(
+        frames=10_000, seed=1, budget_s=100, findings_dir=tmp_path / "findings", say=lambda _: None
+    )
+
+    async def campaign() -> Report:
+        await prepare(f"127.0.0.1:{target.port}")
+        return await Fuzzer(target, config).run()
+
+    report = asyncio.run(campaign())
+    details = [f"{f.kind}: {f.detail} ({f.saved})" for f in report.findings]
+    assert report.frames == 10_000, details
+    assert report.count("crash") == 0, details
+    assert report.count("hang") == 0, details
+    assert report.tracebacks == 0, details
+    assert report.oracle_checks >= 20
+    # every advertised (api, version) was sent, valid, at least once
+    sent = {(k, v) for (k, v, kind) in report.by_api if kind == "valid"}
+    assert sent >= set(advertised_pairs(BROKER_API_VERSIONS))
+
+
+def test_findings_files_round_trip(tmp_path: Path) -> None:
+    (tmp_path / "frames.hex").write_text("00000001ff\n0000000100\n\n00000000\n")
+    assert load_frames(tmp_path / "frames.hex") == [
+        [bytes.fromhex("00000001ff"), bytes.fromhex("0000000100")],
+        [bytes.fromhex("00000000")],
+    ]
