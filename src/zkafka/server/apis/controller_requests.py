@@ -27,6 +27,7 @@ from zkafka.server.partition import LeaderState
 from zkafka.server.replica_manager import PartitionStateChange
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.model import ConfigType
+from zkafka.zk.topic_names import is_valid_topic_name
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,24 @@ def handle_leader_and_isr(
         )
         for topic, p in _partition_states(request)
     ]
+    # No controller names these; one that does (a fake or a corrupt request) gets an error for
+    # them instead of a log directory named "..-0" or a traceback.
+    refused = {c.tp: code for c in changes if (code := _illegal(c.tp)) != ErrorCode.NONE}
+    if refused:
+        changes = [c for c in changes if c.tp not in refused]
     log_manager = ctx.broker.log_manager
     new_topics = {c.tp.topic for c in changes if log_manager.get_log(c.tp.topic, c.tp.partition) is None}
     if not new_topics:
-        return _apply_leader_and_isr(ctx, request, changes)
-    return _apply_with_topic_configs(ctx, request, changes, new_topics)
+        return _apply_leader_and_isr(ctx, request, changes, refused)
+    return _apply_with_topic_configs(ctx, request, changes, new_topics, refused)
+
+
+def _illegal(tp: TopicPartition) -> ErrorCode:
+    if not is_valid_topic_name(tp.topic):
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    if tp.partition < 0:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.NONE
 
 
 async def _apply_with_topic_configs(
@@ -85,6 +99,7 @@ async def _apply_with_topic_configs(
     request: LeaderAndIsrRequest,
     changes: list[PartitionStateChange],
     topics: set[str],
+    refused: dict[TopicPartition, ErrorCode],
 ) -> LeaderAndIsrResponse:
     """Logs about to be created get their topic's config overrides from /config/topics/<t> first, as
     Kafka reads them when it creates a log: the overrides given at topic creation (min.insync.replicas,
@@ -107,14 +122,18 @@ async def _apply_with_topic_configs(
     error = _fence(ctx, request.controller_epoch, request.broker_epoch)
     if error != ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=error)
-    return _apply_leader_and_isr(ctx, request, changes)
+    return _apply_leader_and_isr(ctx, request, changes, refused)
 
 
 def _apply_leader_and_isr(
-    ctx: RequestContext, request: LeaderAndIsrRequest, changes: list[PartitionStateChange]
+    ctx: RequestContext,
+    request: LeaderAndIsrRequest,
+    changes: list[PartitionStateChange],
+    refused: dict[TopicPartition, ErrorCode],
 ) -> LeaderAndIsrResponse:
     errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, changes)
     ctx.broker.on_leadership_changed(errors)
+    errors = {**refused, **errors}
     return LeaderAndIsrResponse(
         partition_errors=[
             LeaderAndIsrResponse.LeaderAndIsrPartitionError(
