@@ -23,7 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from zkafka.protocol import Message, RequestHeader, decode_request, decode_response, encode_request
+from zkafka.protocol import (
+    ApiKey,
+    Message,
+    ProtocolError,
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+)
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.protocol.messages import (
     AlterConfigsRequest,
@@ -34,12 +42,15 @@ from zkafka.protocol.messages import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
 )
 from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.fuzz import FUZZ_BROKER_OVERRIDES, FuzzConfig, Fuzzer, Report, prepare, target_of
 from zkafka.testing.fuzz.generate import RequestGenerator
 from zkafka.testing.fuzz.runner import advertised_pairs, build_case, load_frames, tracebacks_in
+from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.server import ZooKeeperServer
 
 # Kafka's error codes
@@ -190,6 +201,74 @@ def test_describe_and_alter_configs_with_illegal_names(cluster: LocalCluster) ->
         (n, INVALID_TOPIC_EXCEPTION) for n in ILLEGAL_NAMES
     ]
     assert len(_tracebacks(cluster)) == before
+
+
+def test_leader_and_isr_naming_impossible_partitions(cluster: LocalCluster) -> None:
+    """Found by seed 1, cases 6061 and 15307 (LeaderAndIsr v3 with partition -175436542 and -1,
+    from a controller whose epoch was not stale): the log manager refused to create the log and
+    the broker logged a traceback and closed the connection. Those partitions now get an error
+    each; the request's legitimate partitions are unaffected. The epoch sent is the current one,
+    so the real controller is not fenced for the tests that follow."""
+    zk = KafkaZkClient(cluster.zookeeper_connect, create_chroot=False)
+    try:
+        found = zk.get_controller_epoch()
+    finally:
+        zk.close()
+    assert found is not None
+    epoch = found[0]
+    before = len(_tracebacks(cluster))
+    P = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+    T = LeaderAndIsrRequest.LeaderAndIsrTopicState
+
+    def state(partition: int) -> LeaderAndIsrRequest.LeaderAndIsrPartitionState:
+        return P(
+            partition_index=partition, controller_epoch=epoch, leader=1, leader_epoch=0, isr=[1], replicas=[1]
+        )
+
+    request = LeaderAndIsrRequest(
+        controller_id=1,
+        controller_epoch=epoch,
+        broker_epoch=-1,
+        topic_states=[
+            T(topic_name="fuzz-lai", partition_states=[state(-1), state(-175436542)]),
+            T(topic_name="..", partition_states=[state(0)]),
+            T(topic_name="a/b", partition_states=[state(0)]),
+        ],
+    )
+    resp = _call(cluster.brokers[1].port, request, 3)
+    assert isinstance(resp, LeaderAndIsrResponse)
+    assert resp.error_code == NONE
+    assert sorted((e.topic_name, e.partition_index, e.error_code) for e in resp.partition_errors) == [
+        ("..", 0, INVALID_TOPIC_EXCEPTION),
+        ("a/b", 0, INVALID_TOPIC_EXCEPTION),
+        ("fuzz-lai", -175436542, UNKNOWN_TOPIC_OR_PARTITION),
+        ("fuzz-lai", -1, UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    assert len(_tracebacks(cluster)) == before
+    assert not any(
+        p.name.startswith(("..", "fuzz-lai")) for p in Path(cluster.brokers[1].directory, "logs").iterdir()
+    )
+
+
+def test_fenced_frames_cannot_take_the_broker_over() -> None:
+    """Unless asked (--takeover), no frame that decodes carries a winning controller epoch or a
+    ControlledShutdown of a real broker."""
+    keys = {ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA, ApiKey.CONTROLLED_SHUTDOWN}
+    checked = 0
+    for index in range(3000):
+        for w in build_case(3, index, BROKER_API_VERSIONS).frames:
+            if w.api_key not in keys:
+                continue
+            try:
+                header, request = decode_request(w.data[4:], BROKER_API_VERSIONS)
+            except ProtocolError:
+                continue
+            checked += 1
+            if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
+                assert request.broker_id == -1
+            else:
+                assert request.controller_epoch <= 0
+    assert checked > 100
 
 
 @pytest.mark.timeout(150)

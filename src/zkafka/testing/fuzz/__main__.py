@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-server", help="host:port of a running broker to fuzz instead")
     p.add_argument("--broker-pid", type=int, help="with --bootstrap-server: the broker's pid")
     p.add_argument("--broker-log", type=Path, help="with --bootstrap-server: the broker's log file")
+    p.add_argument(
+        "--takeover",
+        action="store_true",
+        help="let controller-to-broker requests and ControlledShutdown win (default: fenced)",
+    )
     p.add_argument("--brokers", type=int, default=1, help="brokers to start (the first is fuzzed)")
     p.add_argument("--keep", action="store_true", help="keep the temporary cluster directory")
     return p
@@ -76,6 +81,7 @@ def _run(target: Target, args: argparse.Namespace) -> int:
         rss_growth_mb=args.rss_growth_mb,
         findings_dir=args.findings_dir,
         only_cases=args.case,
+        takeover=args.takeover,
     )
     report = fuzz(target, config)
     print()
