@@ -12,6 +12,7 @@ key or an undecodable request closes the connection (`ConnectionFatalError`).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -106,14 +107,42 @@ class Dispatcher:
         if result is NO_RESPONSE:
             return NO_RESPONSE
         if inspect.isawaitable(result):
-            return self._finish(header, result)
+            return _finish(header, result)
         return _encode(header, result)
 
-    async def _finish(self, header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> Any:
-        response = await pending
-        if response is NO_RESPONSE:
-            return NO_RESPONSE
-        return _encode(header, response)
+
+def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> asyncio.Future[Any]:
+    """The encoded response of a handler that returned an awaitable, as a future.
+
+    The handler's coroutine is the task itself, not awaited inside a wrapper coroutine: when the
+    connection closes before the task first runs (a later pipelined frame was malformed), the
+    network layer cancels it, and a cancelled wrapper would drop the handler's coroutine without
+    ever starting it ("coroutine ... was never awaited" on stderr, found by the fuzzer)."""
+    task = asyncio.ensure_future(pending)
+    out: asyncio.Future[Any] = task.get_loop().create_future()
+
+    def finished(t: asyncio.Future[Message | _NoResponse]) -> None:
+        exc = None if t.cancelled() else t.exception()  # retrieved even when nobody waits
+        if out.done():
+            return
+        if t.cancelled():
+            out.cancel()
+        elif exc is not None:
+            out.set_exception(exc)
+        else:
+            response = t.result()
+            try:
+                out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response))
+            except Exception as e:  # an unencodable response: the network layer logs and closes
+                out.set_exception(e)
+
+    def abandoned(f: asyncio.Future[Any]) -> None:
+        if f.cancelled():
+            task.cancel()
+
+    task.add_done_callback(finished)
+    out.add_done_callback(abandoned)
+    return out
 
 
 def _encode(header: RequestHeader, response: Any) -> list[bytes | bytearray | memoryview]:
