@@ -44,12 +44,14 @@ from zkafka.protocol.messages import (
     DescribeConfigsResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    MetadataRequest,
+    MetadataResponse,
 )
 from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.fuzz import FUZZ_BROKER_OVERRIDES, FuzzConfig, Fuzzer, Report, prepare, target_of
 from zkafka.testing.fuzz.generate import RequestGenerator
-from zkafka.testing.fuzz.runner import advertised_pairs, build_case, load_frames, tracebacks_in
+from zkafka.testing.fuzz.runner import advertised_pairs, build_case, load_frames, run_case, tracebacks_in
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.server import ZooKeeperServer
 
@@ -269,6 +271,33 @@ def test_fenced_frames_cannot_take_the_broker_over() -> None:
             else:
                 assert request.controller_epoch <= 0
     assert checked > 100
+
+
+def test_pipelined_requests_cut_short_leave_no_coroutine_unawaited(cluster: LocalCluster) -> None:
+    """Found by seed 1 (first at case 367 of the 100,000-frame run; case 416 does it alone): a
+    client writes requests whose handlers answer later (JoinGroup, CreatePartitions, Produce
+    acks=all ...) in small chunks and resets the connection without reading. The connection
+    closed before the request's task first ran, the task was cancelled, and the handler's
+    coroutine, awaited inside a wrapper coroutine, was dropped unstarted: Python printed
+    "coroutine 'handle_join_group' was never awaited" into the broker's log."""
+    port = cluster.brokers[1].port
+    case = build_case(1, 416, BROKER_API_VERSIONS)
+    assert case.chunked and not case.read
+
+    async def replay() -> None:
+        for _ in range(10):
+            await run_case(case, "127.0.0.1", port, 0.3)
+        await asyncio.sleep(0.5)
+
+    asyncio.run(replay())
+    assert _metadata_answers(port)
+    log = cluster.brokers[1].log_path.read_text(errors="replace")
+    assert "was never awaited" not in log
+    assert "Task exception was never retrieved" not in log
+
+
+def _metadata_answers(port: int) -> bool:
+    return isinstance(_call(port, MetadataRequest(topics=[]), 1), MetadataResponse)
 
 
 @pytest.mark.timeout(150)
