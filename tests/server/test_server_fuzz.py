@@ -7,8 +7,9 @@
   hang, no traceback in the broker's log.
 * The findings are regression tests, against the same broker: requests naming topics that no
   topic can be called ("..", "a/b", "") were answered by a traceback in the broker's log
-  (ValueError from the znode path builder) and UNKNOWN_SERVER_ERROR; they now get Kafka's
-  answers without one.
+  (ValueError from the znode path builder) and UNKNOWN_SERVER_ERROR, LeaderAndIsr for negative
+  partitions by a traceback and a closed connection; they now get Kafka's answers without one.
+  Requests cut short by a connection reset left "coroutine ... was never awaited" in the log.
 """
 
 from __future__ import annotations
