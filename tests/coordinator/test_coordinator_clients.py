@@ -351,19 +351,23 @@ def test_consumer_offsets_records_decode(cluster: LocalCluster) -> None:
     assert groups[-1]["members"] == []  # the member left: the group record has no members
 
 
+def consumer_groups_cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zkafka.cli.main", "consumer-groups", "--bootstrap-server", bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_consumer_groups_cli(cluster: LocalCluster) -> None:
     b = cluster.bootstrap_servers
     topic, group = name("cli"), name("cli-group")
     produce(b, topic, 40)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "zkafka.cli.main", "consumer-groups", "--bootstrap-server", b, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return consumer_groups_cli(b, *args)
 
     member = PollingConsumer(b, group, topic, "cli-client")
     try:
@@ -421,13 +425,7 @@ def test_consumer_groups_cli_kafka_flags(cluster: LocalCluster, tmp_path: Path) 
     produce(b, topic, 40)  # 10 records in each of 4 partitions
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "zkafka.cli.main", "consumer-groups", "--bootstrap-server", b, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return consumer_groups_cli(b, *args)
 
     def ok(*args: str) -> str:
         result = run(*args)

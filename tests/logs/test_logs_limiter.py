@@ -51,7 +51,7 @@ def test_kinds_are_bounded() -> None:
     limited = RateLimitedLog(logging.getLogger("t.bounded"), 60)
     for i in range(10_000):
         limited.warning(("peer", i), "refused %s", i)
-    assert len(limited._windows) <= 4096
+    assert len(limited._windows.by_kind) <= 4096
 
 
 def test_repeat_filter_summarises_a_chatty_library() -> None:

@@ -21,6 +21,32 @@ class _Window:
     held_back: int = 0
 
 
+class _Windows:
+    """One window per kind: `admit` says whether an event opens a new window (and how many events
+    the closed one held back), else counts it. Bounded to MAX_KINDS kinds; thread-safe."""
+
+    def __init__(self, window_s: float, clock: Callable[[], float]) -> None:
+        self.window_s = window_s
+        self.clock = clock
+        self.by_kind: dict[Hashable, _Window] = {}
+        self.lock = threading.Lock()
+
+    def admit(self, kind: Hashable) -> int | None:
+        """None: held back. Otherwise the count the previous window of `kind` held back."""
+        now = self.clock()
+        with self.lock:
+            window = self.by_kind.get(kind)
+            if window is not None and now - window.opened < self.window_s:
+                window.held_back += 1
+                return None
+            held_back = 0 if window is None else window.held_back
+            self.by_kind.pop(kind, None)
+            if len(self.by_kind) >= MAX_KINDS:
+                self.by_kind.pop(next(iter(self.by_kind)))
+            self.by_kind[kind] = _Window(opened=now)
+        return held_back
+
+
 class RateLimitedLog:
     """Logs the first event of each kind per `window_s`; counts the rest and reports the count with
     the first event logged after the window closes (or on `flush`). Thread-safe.
@@ -38,8 +64,7 @@ class RateLimitedLog:
         self._logger = logger
         self._window_s = window_s
         self._clock = clock
-        self._windows: dict[Hashable, _Window] = {}
-        self._lock = threading.Lock()
+        self._windows = _Windows(window_s, clock)
 
     def warning(self, kind: Hashable, msg: str, *args: object) -> bool:
         return self.log(logging.WARNING, kind, msg, *args)
@@ -55,17 +80,9 @@ class RateLimitedLog:
         the line was written."""
         if not self._logger.isEnabledFor(level):
             return False
-        now = self._clock()
-        with self._lock:
-            window = self._windows.get(kind)
-            if window is not None and now - window.opened < self._window_s:
-                window.held_back += 1
-                return False
-            held_back = 0 if window is None else window.held_back
-            self._windows.pop(kind, None)
-            if len(self._windows) >= MAX_KINDS:
-                self._windows.pop(next(iter(self._windows)))
-            self._windows[kind] = _Window(opened=now)
+        held_back = self._windows.admit(kind)
+        if held_back is None:
+            return False
         if held_back:
             msg += " (%s more like this in the last %s)"
             args = (*args, f"{held_back:,}", _span(self._window_s))
@@ -77,10 +94,10 @@ class RateLimitedLog:
         Call from a periodic task so a burst that stopped is still summarised."""
         now = self._clock()
         due: list[tuple[Hashable, int]] = []
-        with self._lock:
-            for kind, window in list(self._windows.items()):
+        with self._windows.lock:
+            for kind, window in list(self._windows.by_kind.items()):
                 if now - window.opened >= self._window_s:
-                    del self._windows[kind]
+                    del self._windows.by_kind[kind]
                     if window.held_back:
                         due.append((kind, window.held_back))
         for kind, count in due:
@@ -108,25 +125,14 @@ class RepeatFilter(logging.Filter):
         super().__init__()
         self._prefix = prefix
         self._window_s = window_s
-        self._clock = clock
-        self._windows: dict[tuple[str, str], _Window] = {}
-        self._lock = threading.Lock()
+        self._windows = _Windows(window_s, clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING or not record.name.startswith(self._prefix):
             return True
-        kind = (record.name, str(record.msg))
-        now = self._clock()
-        with self._lock:
-            window = self._windows.get(kind)
-            if window is not None and now - window.opened < self._window_s:
-                window.held_back += 1
-                return False
-            held_back = 0 if window is None else window.held_back
-            self._windows.pop(kind, None)
-            if len(self._windows) >= MAX_KINDS:
-                self._windows.pop(next(iter(self._windows)))
-            self._windows[kind] = _Window(opened=now)
+        held_back = self._windows.admit((record.name, str(record.msg)))
+        if held_back is None:
+            return False
         if held_back:
             record.msg = f"{record.msg} ({held_back:,} more like this in the last {_span(self._window_s)})"
         return True
