@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from zkafka.server.connection_quotas import ConnectionQuotas
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zkafka.server.connection_quotas import ConnectionQuotas, canonical_ip
 from zkafka.server.memory_pool import MemoryPool
 
 
@@ -55,3 +59,57 @@ def test_creation_rate_per_second() -> None:
     assert [quotas.accept("h", "CLIENT") for _ in range(3)] == [True, True, False]
     now[0] = 101.0
     assert quotas.accept("h", "CLIENT")
+
+
+def test_a_thousand_muted_connections_are_woken_without_recursion() -> None:
+    """Each waiter, once woken, answers at once and releases its memory (a small request): the pool
+    loops instead of nesting one wake-up inside another."""
+    pool = MemoryPool(10)
+    assert pool.try_reserve(10)
+    order: list[int] = []
+
+    def waiter(n: int) -> Callable[[], None]:
+        def wake() -> None:
+            if pool.try_reserve(10):
+                order.append(n)
+                pool.release(10)
+            else:
+                pool.wait(wake)
+
+        return wake
+
+    for n in range(5000):
+        pool.wait(waiter(n))
+    pool.release(10)
+    assert order == list(range(5000)) and pool.used == 0 and pool.waiting == 0
+
+
+@dataclass
+class Conn:
+    last_active: float
+    waiting_on_broker: bool = False
+    closed_because: str = ""
+
+    def abort(self, reason: str, *, level: int = logging.WARNING) -> None:
+        self.closed_because = reason
+
+
+def test_idle_means_waiting_on_the_client() -> None:
+    quotas = ConnectionQuotas(max_connections=10, max_per_ip=10, max_creation_rate=10, clock=lambda: 100.0)
+    idle, parked, fresh = Conn(10.0), Conn(10.0, waiting_on_broker=True), Conn(99.0)
+    assert quotas.close_idle([idle, parked, fresh], 60.0) == 1
+    assert "connections.max.idle.ms=60000" in idle.closed_because
+    assert not parked.closed_because and not fresh.closed_because
+
+
+def test_addresses_are_counted_in_one_form() -> None:
+    assert canonical_ip("::ffff:10.0.0.1") == "10.0.0.1"
+    assert canonical_ip("0:0:0:0:0:0:0:1") == "::1"
+    quotas = ConnectionQuotas(
+        max_connections=100,
+        max_per_ip=1,
+        per_ip_overrides={"localhost": 3, "0:0:0:0:0:0:0:1": 2},
+        max_creation_rate=100,
+    )
+    assert quotas.limit_for("127.0.0.1") == 3  # a host name is resolved, as Kafka does
+    assert quotas.limit_for("::1") == 2 and quotas.limit_for("10.0.0.1") == 1

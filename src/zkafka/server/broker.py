@@ -31,6 +31,7 @@ from zkafka.server.isr import IsrManager
 from zkafka.server.memory_pool import MemoryPool
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.network import KafkaConnection
+from zkafka.server.network import summarise_logs as summarise_network_logs
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_fetcher import ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
@@ -277,15 +278,17 @@ class Broker:
         self._tasks.append(asyncio.create_task(self.isr.run(), name="isr"))
 
     def _start_idle_sweep(self) -> None:
-        """connections.max.idle.ms: checked on the event loop (the connections live there)."""
+        """connections.max.idle.ms, checked on the event loop (the connections live there); the
+        same task reports the counts of rate-limited network log lines once their window closes."""
         idle_s = self.config.connections_max_idle_ms / 1000
-        if idle_s <= 0:
-            return
+        period = min(max(idle_s / 4, 0.05), 30.0) if idle_s > 0 else 30.0
 
         async def sweep() -> None:
             while True:
-                await asyncio.sleep(min(max(idle_s / 4, 0.05), 30.0))
-                self.connection_quotas.close_idle(list(self.connections), idle_s)
+                await asyncio.sleep(period)
+                if idle_s > 0:
+                    self.connection_quotas.close_idle(list(self.connections), idle_s)
+                summarise_network_logs()
 
         self._tasks.append(asyncio.create_task(sweep(), name="idle-connections"))
 

@@ -10,11 +10,20 @@ client listener of its own. Kafka delays accepting beyond the creation rate; zka
 closes the excess connection at once, which a client sees as a connection it retries with its
 backoff. Refusals are logged through `RateLimitedLog`: a flood writes one line per minute per kind,
 not one per connection.
+
+Addresses are compared in one canonical form (`canonical_ip`): an IPv4 client of a dual-stack
+listener (`::ffff:10.0.0.1`) counts as `10.0.0.1`, and override keys that are host names are
+resolved once at startup, as Kafka does.
+
+A connection is idle when the broker is waiting on its client: one with a request in flight, or
+muted because `queued.max.request.bytes` is exhausted, is waiting on the broker and is not closed.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -22,7 +31,7 @@ from typing import Protocol
 
 from zkafka.logs import RateLimitedLog
 
-__all__ = ["ConnectionQuotas", "TrackedConnection"]
+__all__ = ["ConnectionQuotas", "TrackedConnection", "canonical_ip", "summarise_logs"]
 
 log = logging.getLogger("zkafka.server.network")
 limited = RateLimitedLog(log)
@@ -34,7 +43,42 @@ class TrackedConnection(Protocol):
     @property
     def last_active(self) -> float: ...
 
-    def abort(self, reason: str) -> None: ...
+    @property
+    def waiting_on_broker(self) -> bool: ...
+
+    def abort(self, reason: str, *, level: int = logging.WARNING) -> None: ...
+
+
+def canonical_ip(address: str) -> str:
+    """The form addresses are counted and overridden in: compressed, IPv4-mapped IPv6 as IPv4."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
+    except ValueError:
+        return address  # not an address (a Unix socket path): counted as given
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve_overrides(overrides: Mapping[str, int]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for host, count in overrides.items():
+        if _is_ip(host):
+            out[canonical_ip(host)] = count
+            continue
+        try:  # a host name: Kafka resolves it once (InetAddress.getByName); so do we, at startup
+            out[canonical_ip(socket.gethostbyname(host))] = count
+        except OSError as e:
+            log.warning("max.connections.per.ip.overrides: cannot resolve %r (%s); ignored", host, e)
+    return out
 
 
 class ConnectionQuotas:
@@ -50,7 +94,7 @@ class ConnectionQuotas:
     ) -> None:
         self._max_connections = max_connections
         self._max_per_ip = max_per_ip
-        self._overrides = dict(per_ip_overrides or {})
+        self._overrides = _resolve_overrides(per_ip_overrides or {})
         self._max_rate = max_creation_rate
         self._inter_broker = inter_broker_listener
         self._clock = clock
@@ -109,9 +153,18 @@ class ConnectionQuotas:
             self._total -= 1
 
     def close_idle(self, connections: Iterable[TrackedConnection], max_idle_s: float) -> int:
-        """Close connections without a byte read or written for `max_idle_s`; how many."""
+        """Close connections without a byte read or written for `max_idle_s` that owe the broker
+        their next bytes (not those waiting on a response or on request memory); how many."""
         now = self._clock()
-        idle = [c for c in connections if now - c.last_active > max_idle_s]
+        idle = [c for c in connections if now - c.last_active > max_idle_s and not c.waiting_on_broker]
+        reason = f"idle for more than connections.max.idle.ms={int(max_idle_s * 1000)}"
         for conn in idle:
-            conn.abort(f"idle for more than connections.max.idle.ms={int(max_idle_s * 1000)}")
+            # Routine housekeeping (Kafka logs it at debug), not a warning; still rate-limited.
+            conn.abort(reason, level=logging.INFO)
         return len(idle)
+
+
+def summarise_logs() -> int:
+    """Write the counts of refusals held back in windows that have closed (a periodic task calls
+    this, so a flood that stopped is still reported)."""
+    return limited.flush()

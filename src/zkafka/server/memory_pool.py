@@ -13,10 +13,13 @@ is empty. `capacity <= 0` (Kafka's default -1) is an unbounded pool that only co
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable
 
 __all__ = ["MemoryPool"]
+
+log = logging.getLogger("zkafka.server.network")
 
 
 class MemoryPool:
@@ -27,10 +30,16 @@ class MemoryPool:
         self.used = 0
         self.peak = 0
         self._waiting: deque[Callable[[], None]] = deque()
+        self._waking = False  # inside release()'s wake loop
+        self._released_while_waking = False
 
     @property
     def bounded(self) -> bool:
         return self.capacity > 0
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
 
     def try_reserve(self, size: int) -> bool:
         if self.bounded and self.used + size > self.capacity and self.used > 0:
@@ -43,10 +52,28 @@ class MemoryPool:
         self.used = max(0, self.used - size)
         if not self._waiting:
             return
-        # Each waiter tries again, in order; one that still does not fit queues itself anew.
-        waiting, self._waiting = self._waiting, deque()
-        while waiting:
-            waiting.popleft()()
+        if self._waking:
+            # A woken connection answered a request at once and released its memory: the loop
+            # below goes round again instead of recursing (a thousand muted connections would
+            # otherwise nest a thousand wake-ups deep).
+            self._released_while_waking = True
+            return
+        self._waking = True
+        try:
+            while self._waiting:
+                self._released_while_waking = False
+                # Each waiter tries again, in order; one that still does not fit queues itself anew.
+                waiting, self._waiting = self._waiting, deque()
+                while waiting:
+                    wake = waiting.popleft()
+                    try:
+                        wake()
+                    except Exception:  # a bug in one connection must not leave the rest muted
+                        log.exception("waking a connection muted on queued.max.request.bytes failed")
+                if not self._released_while_waking:
+                    break
+        finally:
+            self._waking = False
 
     def wait(self, wake: Callable[[], None]) -> None:
         """Call `wake` once memory has been released (FIFO among the waiters)."""

@@ -1,12 +1,17 @@
 """The broker's network layer: asyncio Protocols (not Streams), length framing, pipelining.
 
 One `KafkaConnection` per client socket, a `BufferedProtocol`: the socket is read straight into
-our buffers. Small frames are read into a reusable 64 KiB buffer and copied out once; a large
+our buffers. Small frames are read into a reusable read buffer and copied out once; a large
 frame (a produce request of a megabyte, say) gets a buffer of its own that the socket fills
 directly, so its bytes are copied from the kernel once: the handler gets that `bytearray` and the
-produce path patches offsets in it and writes it to the log as is. That buffer grows as the bytes
-arrive (256 KiB, then 4x at a time up to the announced size), never at the size a client merely
-announces: 64 connections that each announce 100 MB and send nothing more hold 16 MB, not 6 GB.
+produce path patches offsets in it and writes it to the log as is.
+
+Every buffer grows as bytes arrive, never at the size a client merely announces. The read buffer
+starts at 4 KiB (what an idle connection costs) and becomes 64 KiB once a frame or a read needs
+it; a large frame's buffer starts at 256 KiB and grows 4x at a time, each step only once the
+previous one is full, up to the announced size. So a frame holds at most 4x the bytes it has
+actually sent (one 256 KiB copy for a 1 MB produce request), and 64 connections that each
+announce 100 MB and send nothing more hold ~17 MB, not 6 GB.
 
 Memory for requests is bounded as a whole by `queued.max.request.bytes` (`MemoryPool`): a frame
 reserves its size before its body is read and gives it back once answered; a connection whose
@@ -22,7 +27,10 @@ A handler may also return `NO_RESPONSE` (produce with acks=0: Kafka sends nothin
 
 Bad input never takes the broker down: a frame larger than `socket.request.max.bytes`, a
 negative size, or a handler that raises `ConnectionFatalError` (malformed header, unknown
-API) closes *that* connection with one log line; every other connection keeps being served.
+API) closes *that* connection; every other connection keeps being served. Those closes are
+expected input, not bugs: no traceback, and one line per kind of reason a minute
+(`RateLimitedLog`) with a count of the rest, so a flood of hostile frames is a few lines. A
+handler that fails in any other way is a bug: its traceback is logged, once per place a minute.
 
 Flow control: when too many requests of one connection are in flight (`queued.max.requests`)
 or the transport's write buffer is above its high-water mark, we stop reading from that socket
@@ -36,12 +44,14 @@ import logging
 import re
 import struct
 import time
+import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from zkafka.logs import RateLimitedLog
-from zkafka.server.connection_quotas import ConnectionQuotas
+from zkafka.server import connection_quotas
+from zkafka.server.connection_quotas import ConnectionQuotas, canonical_ip
 from zkafka.server.memory_pool import MemoryPool
 
 log = logging.getLogger(__name__)
@@ -72,6 +82,47 @@ class ConnectionFatalError(Exception):
 
 SMALL_FRAME = 64 * 1024  # frames above this get a buffer of their own
 LARGE_START = 256 * 1024  # first size of that buffer; it grows 4x at a time as bytes arrive
+READ_START = 4 * 1024  # a connection's read buffer at first: what an idle connection holds
+READ_FULL = SMALL_FRAME + 4  # ... and once it needs more: any small frame with its size fits
+_KIND_NOISE = re.compile(r"'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|-?\d+")
+"""What varies between closes of one kind (client ids, sizes, offsets): not part of the kind."""
+
+
+class _Traceback:
+    """An exception's traceback, formatted only if the rate-limited line is actually written."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __str__(self) -> str:
+        return "".join(traceback.format_exception(self.exc)).rstrip()
+
+
+def _bug_kind(exc: BaseException) -> tuple[str, str, int]:
+    """One kind per exception type and place raised: distinct bugs are each logged."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return type(exc).__name__, "", 0
+    return type(exc).__name__, tb.tb_frame.f_code.co_filename, tb.tb_lineno
+
+
+def _log_bug(exc: BaseException, peer: str) -> None:
+    limited.error(
+        ("handler failed", *_bug_kind(exc)),
+        "request handler failed; closing connection from %s\n%s",
+        peer,
+        _Traceback(exc),
+    )
+
+
+def summarise_logs() -> int:
+    """Write the counts held back by this layer's rate-limited lines whose window has closed (the
+    broker calls this periodically, so a flood that stopped is still reported)."""
+    return limited.flush() + connection_quotas.summarise_logs()
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -83,6 +134,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_frame",
         "_frame_filled",
         "_frame_size",
+        "_grow",
         "_handler",
         "_inflight",
         "_listener",
@@ -120,9 +172,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pool = pool
         self._quotas = quotas
         self._listener = listener
-        self._buffer = bytearray(SMALL_FRAME + 4)
+        self._buffer = bytearray(READ_START)
         self._start = 0  # unparsed bytes of _buffer are [_start, _end)
         self._end = 0
+        self._grow = False  # the last read filled the small read buffer: more is likely waiting
         self._frame: bytearray | None = None  # a large frame being filled by the socket
         self._frame_filled = 0
         self._frame_size = 0
@@ -144,7 +197,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        self.ip = canonical_ip(str(peer[0])) if isinstance(peer, tuple) else str(peer)
         if self._quotas is not None:
             if not self._quotas.accept(self.ip, self._listener):
                 self._closed = True  # refused: the quotas logged why (rate-limited)
@@ -190,14 +243,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 grown[: self._frame_filled] = frame
                 self._frame = frame = grown
             return memoryview(frame)[self._frame_filled :]
-        if self._start == self._end:
+        buf, start, end = self._buffer, self._start, self._end
+        if start == end:
             self._start = self._end = 0
-        elif len(self._buffer) - self._end < 1024:
-            # keep the partial frame at the front: it is smaller than SMALL_FRAME + 4 here
-            tail = self._buffer[self._start : self._end]
-            self._buffer[: len(tail)] = tail
-            self._start, self._end = 0, len(tail)
-        return memoryview(self._buffer)[self._end :]
+            if self._grow:
+                self._buffer = buf = bytearray(READ_FULL)
+                self._grow = False
+        elif len(buf) - end < 1024:
+            # Keep the partial frame at the front (it is smaller than READ_FULL here: larger ones
+            # have a buffer of their own); a small read buffer grows once to READ_FULL when the
+            # frame would not fit it or reads fill it.
+            pending = end - start
+            if len(buf) < READ_FULL and (pending + 1024 > len(buf) or self._grow):
+                grown = bytearray(READ_FULL)
+                grown[:pending] = memoryview(buf)[start:end]
+                self._buffer = buf = grown
+                self._grow = False
+            else:
+                buf[:pending] = buf[start:end]
+            self._start, self._end = 0, pending
+        return memoryview(buf)[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
@@ -208,6 +273,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._dispatch(frame)
             return
         self._end += nbytes
+        if self._end == len(self._buffer) < READ_FULL:
+            self._grow = True
         self._parse()
 
     def _parse(self) -> None:
@@ -279,9 +346,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._release(reserved)
             self.abort(str(e))
             return
-        except Exception:
+        except Exception as e:
             self._release(reserved)
-            log.exception("request handler failed; closing connection from %s", self.peer)
+            _log_bug(e, self.peer)
             self.abort("internal error")
             return
         if isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
@@ -301,7 +368,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if isinstance(exc, ConnectionFatalError):
                 self.abort(str(exc))
             else:
-                log.error("request handler failed; closing connection from %s", self.peer, exc_info=exc)
+                _log_bug(exc, self.peer)
                 self.abort("internal error")
             return
         self._flush()
@@ -345,13 +412,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._reading_paused = False
             transport.resume_reading()
 
-    def abort(self, reason: str) -> None:
-        """Close this connection at once (bad input); the broker keeps serving everyone else."""
+    @property
+    def waiting_on_broker(self) -> bool:
+        """A request in flight, or muted on request memory: the broker owes the next move, so the
+        connection is not idle (connections.max.idle.ms)."""
+        return bool(self._inflight) or self._pool_muted
+
+    def abort(self, reason: str, *, level: int = logging.WARNING) -> None:
+        """Close this connection at once (bad input, a quota); the broker keeps serving everyone
+        else."""
         if self._closed:
             return
         # One line per kind of reason a minute: a flood of hostile frames must not flood the log.
-        kind = re.sub(r"\d+", "N", reason)[:80]
-        limited.warning(("closing", kind), "closing connection from %s: %s", self.peer, reason)
+        # The kind leaves out what a client chooses (ids, sizes), so it cannot invent new kinds.
+        kind = _KIND_NOISE.sub("_", reason)[:48]
+        limited.log(level, ("closing", kind), "closing connection from %s: %s", self.peer, reason)
         self._closed = True
         if self.transport is not None:
             self.transport.abort()
