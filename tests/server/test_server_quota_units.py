@@ -10,26 +10,53 @@ from zkafka.server.connection_quotas import ConnectionQuotas, canonical_ip
 from zkafka.server.memory_pool import MemoryPool
 
 
-def test_pool_mutes_what_does_not_fit_and_wakes_in_order() -> None:
+def test_pool_queues_what_does_not_fit_and_grants_in_order() -> None:
     pool = MemoryPool(100)
-    woken: list[str] = []
-    assert pool.try_reserve(60)
-    assert not pool.try_reserve(50)
-    pool.wait(lambda: woken.append("a") if pool.try_reserve(50) else pool.wait(lambda: woken.append("a2")))
-    pool.wait(lambda: woken.append("b"))
+    granted: list[str] = []
+    assert pool.reserve(60, lambda: granted.append("x"))
+    assert not pool.reserve(50, lambda: granted.append("a"))
+    assert not pool.reserve(10, lambda: granted.append("b"))  # it would fit, but a waits first
     pool.release(60)
-    assert woken == ["a", "b"] and pool.used == 50 and pool.peak == 60
+    assert granted == ["a", "b"] and pool.used == 60 and pool.peak == 60 and pool.waiting == 0
+
+
+def test_a_large_waiter_is_not_starved_by_small_ones() -> None:
+    pool = MemoryPool(100)
+    granted: list[str] = []
+    assert pool.reserve(30, lambda: None)
+    assert not pool.reserve(90, lambda: granted.append("large"))
+    # 30 + 10 would fit, but a stream of such small requests could keep 90 from ever fitting
+    assert not pool.reserve(10, lambda: granted.append("small"))
+    assert pool.used == 30
+    pool.release(30)
+    assert granted == ["large", "small"] and pool.used == 100
+
+
+def test_a_waiter_that_goes_away_lets_the_next_one_in() -> None:
+    pool = MemoryPool(100)
+    granted: list[str] = []
+    assert pool.reserve(50, lambda: None)
+
+    def large() -> None:
+        granted.append("large")
+
+    assert not pool.reserve(80, large)
+    assert not pool.reserve(40, lambda: granted.append("small"))
+    pool.forget(large)  # its connection closed
+    assert granted == ["small"] and pool.used == 90
 
 
 def test_pool_always_admits_a_frame_into_an_empty_pool() -> None:
     pool = MemoryPool(10)
-    assert pool.try_reserve(1000)  # larger than the pool: alone, it must still pass (no deadlock)
-    assert not pool.try_reserve(1)
+    assert pool.reserve(1000, lambda: None)  # larger than the pool: alone, it must pass (no deadlock)
+    assert not pool.reserve(1, lambda: None)
+    pool.release(1000)
+    assert pool.used == 1
 
 
 def test_an_unbounded_pool_only_counts() -> None:
     pool = MemoryPool(-1)
-    assert pool.try_reserve(10**12) and pool.used == 10**12
+    assert pool.reserve(10**12, lambda: None) and pool.used == 10**12
 
 
 def test_quotas_per_ip_overrides_total_and_inter_broker() -> None:
@@ -62,24 +89,21 @@ def test_creation_rate_per_second() -> None:
 
 
 def test_a_thousand_muted_connections_are_woken_without_recursion() -> None:
-    """Each waiter, once woken, answers at once and releases its memory (a small request): the pool
-    loops instead of nesting one wake-up inside another."""
+    """Each waiter, once granted, answers at once and releases its memory (a small request): the
+    pool loops instead of nesting one grant inside another."""
     pool = MemoryPool(10)
-    assert pool.try_reserve(10)
+    assert pool.reserve(10, lambda: None)
     order: list[int] = []
 
     def waiter(n: int) -> Callable[[], None]:
-        def wake() -> None:
-            if pool.try_reserve(10):
-                order.append(n)
-                pool.release(10)
-            else:
-                pool.wait(wake)
+        def granted() -> None:
+            order.append(n)
+            pool.release(10)
 
-        return wake
+        return granted
 
     for n in range(5000):
-        pool.wait(waiter(n))
+        assert not pool.reserve(10, waiter(n))
     pool.release(10)
     assert order == list(range(5000)) and pool.used == 0 and pool.waiting == 0
 

@@ -143,6 +143,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_on_close",
         "_pool",
         "_pool_muted",
+        "_pool_wanted",
         "_quotas",
         "_reading_paused",
         "_reserved",
@@ -184,7 +185,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._inflight: deque[list[Any]] = deque()
         self._reading_paused = False
         self._writing_paused = False
-        self._pool_muted = False
+        self._pool_muted = False  # queued in the pool for the next frame's size (_pool_wanted)
+        self._pool_wanted = 0
         self._closed = False
         self._counted = False
         self.transport: asyncio.Transport | None = None
@@ -311,20 +313,22 @@ class KafkaConnection(asyncio.BufferedProtocol):
         pool = self._pool
         if pool is None:
             return True
-        if pool.try_reserve(size):
+        if self._pool_muted:
+            return False  # already queued for this frame
+        if pool.reserve(size, self._resume):
             self._reserved = size
             return True
-        if not self._pool_muted:
-            self._pool_muted = True
-            pool.wait(self._resume)
-            self._update_reading()
+        self._pool_muted = True
+        self._pool_wanted = size
+        self._update_reading()
         return False
 
     def _resume(self) -> None:
-        """The memory pool released memory: try the waiting frame again."""
+        """The memory pool has reserved the waiting frame's size: read and parse it now."""
+        self._reserved, self._pool_wanted = self._pool_wanted, 0  # released by connection_lost if closed
+        self._pool_muted = False
         if self._closed:
             return
-        self._pool_muted = False
         self._parse()
         self._update_reading()
 
