@@ -10,8 +10,11 @@ Every buffer grows as bytes arrive, never at the size a client merely announces.
 starts at 4 KiB (what an idle connection costs) and becomes 64 KiB once a frame or a read needs
 it; a large frame's buffer starts at 256 KiB and grows 4x at a time, each step only once the
 previous one is full, up to the announced size. So a frame holds at most 4x the bytes it has
-actually sent (one 256 KiB copy for a 1 MB produce request), and 64 connections that each
-announce 100 MB and send nothing more hold ~17 MB, not 6 GB.
+actually sent, and 64 connections that each announce 100 MB and send nothing more hold ~17 MB,
+not 6 GB. The fast path stays: a connection whose previous large frame arrived in full starts
+the next at that size (up to `LARGE_CREDIT`, 2 MiB), so a producer's ~1 MB requests are read
+into one buffer allocated once, with no growth copies; a client earns that credit only by
+having sent as much.
 
 Memory for requests is bounded as a whole by `queued.max.request.bytes` (`MemoryPool`): a frame
 reserves its size before its body is read and gives it back once answered; a connection whose
@@ -82,6 +85,10 @@ class ConnectionFatalError(Exception):
 
 SMALL_FRAME = 64 * 1024  # frames above this get a buffer of their own
 LARGE_START = 256 * 1024  # first size of that buffer; it grows 4x at a time as bytes arrive
+LARGE_CREDIT = 2 * 1024 * 1024
+"""A connection whose last large frame did arrive in full starts its next one at that size, up to
+this (a producer's requests are alike, and at most ~1 MB with Kafka's defaults): its buffer is then
+allocated once, not grown, as before buffers grew. A client gets this only by having sent it."""
 READ_START = 4 * 1024  # a connection's read buffer at first: what an idle connection holds
 READ_FULL = SMALL_FRAME + 4  # ... and once it needs more: any small frame with its size fits
 _KIND_NOISE = re.compile(r"'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|-?\d+")
@@ -144,6 +151,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_pool",
         "_pool_muted",
         "_pool_wanted",
+        "_proven",
         "_quotas",
         "_reading_paused",
         "_reserved",
@@ -180,6 +188,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._frame: bytearray | None = None  # a large frame being filled by the socket
         self._frame_filled = 0
         self._frame_size = 0
+        self._proven = 0  # the last large frame received in full, up to LARGE_CREDIT
         self._reserved = 0  # pool bytes held by the frame being read (not yet dispatched)
         # FIFO of response slots: [pool bytes, a list of buffers | NO_RESPONSE | a pending future].
         self._inflight: deque[list[Any]] = deque()
@@ -272,6 +281,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._frame_filled += nbytes
             if self._frame_filled == self._frame_size:
                 frame, self._frame = self._frame, None
+                self._proven = min(self._frame_size, LARGE_CREDIT)
                 self._dispatch(frame)
             return
         self._end += nbytes
@@ -300,7 +310,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if size > SMALL_FRAME:
                 # the socket fills the rest of this frame directly, into a buffer grown as it arrives
                 have = end - pos - 4
-                frame = bytearray(min(size, max(LARGE_START, have)))
+                frame = bytearray(min(size, max(LARGE_START, have, self._proven)))
                 frame[:have] = memoryview(buf)[pos + 4 : end]
                 self._frame, self._frame_filled, self._frame_size = frame, have, size
                 pos = end
