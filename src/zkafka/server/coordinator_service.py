@@ -13,24 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from zkafka.config import BrokerConfig
 from zkafka.coordinator.coordinator import GroupConfig, GroupCoordinator
 from zkafka.coordinator.store import OffsetsTopicStore
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.server import topic_admin
+from zkafka.server.metadata_cache import MetadataCache
+from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.zookeeper import ZooKeeper
+from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
-
-if TYPE_CHECKING:
-    from zkafka.server.broker import Broker
 
 log = logging.getLogger(__name__)
 
 
-def offsets_topic_configs(config: Any) -> dict[str, str]:
+def offsets_topic_configs(config: BrokerConfig) -> dict[str, str]:
     return {
         "cleanup.policy": "compact",
         "segment.bytes": str(config.offsets_topic_segment_bytes),
@@ -48,17 +49,28 @@ class CoordinatorAddress:
 
 
 class CoordinatorService:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        cfg = broker.config
+    def __init__(
+        self,
+        broker_id: int,
+        config: BrokerConfig,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        logs: LogManager,
+        zk: ZooKeeper,
+    ) -> None:
+        self._config = cfg = config
+        self._replicas = replicas
+        self._metadata = metadata
+        self._logs = logs
+        self._zk = zk
         self.store = OffsetsTopicStore(
-            broker.replicas,
+            replicas,
             compression=cfg.offsets_topic_compression_codec,
             commit_timeout_ms=cfg.offsets_commit_timeout_ms,
             required_acks=cfg.offsets_commit_required_acks,
         )
         self.coordinator = GroupCoordinator(
-            broker.broker_id,
+            broker_id,
             GroupConfig.from_broker(cfg),
             self.store,
             num_partitions=self.num_partitions,
@@ -68,13 +80,13 @@ class CoordinatorService:
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
-        lm = self.broker.log_manager
+        lm = self._logs
         # Brokers apply a new topic's configs only at restart or on a config change notification;
         # the offsets topic's are fixed, so a broker that has none yet uses them from the start.
         if lm.config_for(GROUP_METADATA_TOPIC) is lm.default_config:
             lm.update_topic_config(
                 GROUP_METADATA_TOPIC,
-                lm.default_config.with_overrides(offsets_topic_configs(self.broker.config)),
+                lm.default_config.with_overrides(offsets_topic_configs(self._config)),
             )
         self.coordinator.start()
 
@@ -83,8 +95,10 @@ class CoordinatorService:
             self._creating.cancel()
         await self.coordinator.stop()
 
-    def on_leadership_changed(self, changes: Mapping[TopicPartition, Any]) -> None:
-        replicas = self.broker.replicas
+    def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
+        """After LeaderAndIsr: load the groups of `__consumer_offsets` partitions now led here,
+        unload those no longer led here."""
+        replicas = self._replicas
         for tp in changes:
             if tp.topic != GROUP_METADATA_TOPIC:
                 continue
@@ -99,14 +113,14 @@ class CoordinatorService:
 
     # -- topology ---------------------------------------------------------------------------------
     def num_partitions(self) -> int:
-        known = self.broker.metadata.topic_partitions(GROUP_METADATA_TOPIC)
-        return len(known) if known else self.broker.config.offsets_topic_num_partitions
+        known = self._metadata.topic_partitions(GROUP_METADATA_TOPIC)
+        return len(known) if known else self._config.offsets_topic_num_partitions
 
     def _topic_exists(self, tp: TopicPartition) -> bool:
-        return self.broker.metadata.partition(tp.topic, tp.partition) is not None
+        return self._metadata.partition(tp.topic, tp.partition) is not None
 
     async def find_coordinator(self, key: str, listener: str) -> CoordinatorAddress:
-        cache = self.broker.metadata
+        cache = self._metadata
         if not cache.contains_topic(GROUP_METADATA_TOPIC):
             self._ensure_topic()
             return CoordinatorAddress(
@@ -133,23 +147,21 @@ class CoordinatorService:
             self._creating = asyncio.ensure_future(self._create_topic())
 
     async def _create_topic(self) -> None:
-        broker = self.broker
-        cfg = broker.config
-        live = sorted(broker.metadata.brokers)
+        cfg = self._config
+        live = sorted(self._metadata.brokers)
         if not live:
             return
         rf = min(cfg.offsets_topic_replication_factor, len(live))
         try:
-            await broker.zk_call(
+            await self._zk.run(
                 topic_admin.create_topic,
-                broker.zk,
                 name=GROUP_METADATA_TOPIC,
                 num_partitions=cfg.offsets_topic_num_partitions,
                 replication_factor=rf,
                 configs=offsets_topic_configs(cfg),
                 assignment=None,
                 live_brokers=live,
-                defaults=broker.log_manager.default_config,
+                defaults=self._logs.default_config,
                 allow_internal=True,
             )
             log.info(

@@ -5,6 +5,9 @@ Handlers live in `zkafka.server.apis`, one module per API family; each is a func
 directly (no coroutine) keeps cheap requests off the task machinery; long waits (acks=all,
 fetch long-poll) return a coroutine.
 
+A handler sees its broker only through `ctx.services` (`zkafka.server.services.BrokerServices`),
+the same object for every request, and who is asking through `ctx.principal`.
+
 Version policy (Kafka's): an ApiVersions request at a version we do not serve gets the v0
 UNSUPPORTED_VERSION answer (clients retry lower); any other unsupported version, an unknown API
 key or an undecodable request closes the connection (`ConnectionFatalError`).
@@ -18,7 +21,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zkafka.protocol import (
     ApiKey,
@@ -32,19 +35,22 @@ from zkafka.protocol import (
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
-
-if TYPE_CHECKING:
-    from zkafka.server.broker import Broker
+from zkafka.server.services import BrokerServices
 
 log = logging.getLogger(__name__)
 
 
+ANONYMOUS = "User:ANONYMOUS"
+
+
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
     header: RequestHeader
     connection: KafkaConnection
     listener: str
+    services: BrokerServices
+    principal: str = ANONYMOUS
+    """Who sent the request; every connection is anonymous until the listeners authenticate."""
 
     @property
     def api_version(self) -> int:
@@ -78,16 +84,10 @@ class FileRecords(DeferredRecords):
 
 
 class Dispatcher:
-    def __init__(
-        self,
-        broker: Broker,
-        handlers: Mapping[int, Handler],
-        served_versions: Mapping[int, tuple[int, int]],
-        listener: str,
-    ) -> None:
-        self.broker = broker
+    def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], listener: str) -> None:
+        self.services = services
         self.handlers = handlers
-        self.served = served_versions
+        self.served = services.served_versions
         self.listener = listener
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
@@ -102,7 +102,7 @@ class Dispatcher:
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ConnectionFatalError(f"no handler for api key {header.api_key}")
-        ctx = RequestContext(self.broker, header, conn, self.listener)
+        ctx = RequestContext(header, conn, self.listener, self.services)
         result = handler(ctx, request)
         if result is NO_RESPONSE:
             return NO_RESPONSE

@@ -19,12 +19,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from zkafka.logs import RateLimitedLog
+from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.naming import TopicPartition
+from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import LeaderAndIsr
 from zkafka.zk.session import ZK_UNAVAILABLE
 
 if TYPE_CHECKING:
-    from zkafka.server.broker import Broker
     from zkafka.server.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -36,8 +38,11 @@ MAX_PUBLISH_DELAY_MS = 60000
 
 
 class IsrManager:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, replicas: ReplicaManager, zk: ZooKeeper, lag_time_max_ms: int) -> None:
+        self._broker_id = broker_id
+        self._replicas = replicas
+        self._zk = zk
+        self._lag_ms = lag_time_max_ms
         self.pending: set[TopicPartition] = set()
         self.last_change_ms = 0
         self.last_publish_ms = int(time.time() * 1000)
@@ -60,15 +65,15 @@ class IsrManager:
             self._write(partition, (*partition.isr, replica_id), f"expand with [{replica_id}]")
 
     def maybe_shrink_all(self) -> None:
-        lag_ms = self.broker.config.replica_lag_time_max_ms
+        lag_ms = self._lag_ms
         now = int(time.time() * 1000)
-        for p in list(self.broker.replicas.partitions.values()):
+        for p in list(self._replicas.partitions.values()):
             if not p.is_leader or p.tp in self._inflight:
                 continue
             out = [
                 r
                 for r in p.isr
-                if r != self.broker.broker_id
+                if r != self._broker_id
                 and now - (p.followers[r].last_caught_up_ms if r in p.followers else 0) > lag_ms
             ]
             if out:
@@ -92,8 +97,8 @@ class IsrManager:
             if state is None or not new_isr:
                 return
             desired = LeaderAndIsr(state.leader, state.leader_epoch, new_isr, zk_version=state.zk_version)
-            ok, version = await self.broker.zk_call(
-                self.broker.zk.conditional_update_partition_state,
+            ok, version = await self._zk.run(
+                KafkaZkClient.conditional_update_partition_state,
                 partition.tp,
                 desired,
                 state.controller_epoch,
@@ -128,7 +133,7 @@ class IsrManager:
         batch = sorted(self.pending)
         self.pending.clear()
         try:
-            await self.broker.zk_call(self.broker.zk.create_isr_change_notification, batch)
+            await self._zk.run(KafkaZkClient.create_isr_change_notification, batch)
         except BaseException:
             # Not announced: keep them for the next attempt (ZooKeeper may be away for a while; the
             # ISR itself is already in the state znodes, only the controller's news is late).
@@ -138,7 +143,7 @@ class IsrManager:
 
     async def run(self) -> None:
         """Shrink checks every half lag time, publication checks every 2.5 s (as Kafka)."""
-        lag_ms = self.broker.config.replica_lag_time_max_ms
+        lag_ms = self._lag_ms
         next_shrink = time.monotonic() + lag_ms / 2000
         while True:
             await asyncio.sleep(min(PUBLISH_CHECK_MS, lag_ms / 2) / 1000)

@@ -7,9 +7,10 @@ here. Leader -2 marks a topic being deleted: such partitions are hidden from cli
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from zkafka.server.delayed import DelayedOperations
 from zkafka.storage.naming import TopicPartition
 
 LEADER_DURING_DELETE = -2
@@ -101,3 +102,21 @@ class MetadataCache:
             return None
         b = self.brokers.get(p.leader)
         return b.endpoint(listener) if b is not None else None
+
+
+class MetadataWaits:
+    """Requests that answer once the cache shows their outcome (a created topic's leaders, a deleted
+    topic gone, an elected leader): parked on the replica manager's delayed operations under one
+    key, so they are woken by every UpdateMetadata and released with the rest at shutdown."""
+
+    KEY = "__metadata__"
+
+    def __init__(self, delayed: DelayedOperations) -> None:
+        self._delayed = delayed
+
+    async def wait(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """True once `predicate` holds (re-checked on every UpdateMetadata), False after `timeout_s`."""
+        return await self._delayed.wait([self.KEY], predicate, timeout_s)
+
+    def updated(self) -> None:
+        self._delayed.notify(self.KEY)

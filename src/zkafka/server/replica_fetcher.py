@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.config import BrokerConfig
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     FetchRequest,
@@ -27,17 +28,28 @@ from zkafka.protocol.messages import (
     OffsetForLeaderEpochRequest,
 )
 from zkafka.records.batch import CorruptRecordError, iter_headers, validate_batches
-from zkafka.server.replica_manager import FollowerHooks
+from zkafka.server.metadata_cache import MetadataCache
+from zkafka.server.replica_manager import FollowerHooks, ReplicaManager
 from zkafka.storage.errors import StorageError
 from zkafka.storage.naming import TopicPartition
 
 if TYPE_CHECKING:
-    from zkafka.server.broker import Broker
     from zkafka.server.partition import Partition
 
 log = logging.getLogger(__name__)
 
 MAX_TRUNCATION_ROUNDS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerContext:
+    """What a fetcher needs of its broker: who we are (the `replica_id` of our fetches), the
+    replica.* settings, where the leaders listen, and the local replicas to append to."""
+
+    broker_id: int
+    config: BrokerConfig
+    metadata: MetadataCache
+    replicas: ReplicaManager
 
 
 @dataclass(slots=True)
@@ -46,8 +58,8 @@ class _FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, broker: Broker, leader_id: int, index: int) -> None:
-        self.broker = broker
+    def __init__(self, local: FollowerContext, leader_id: int, index: int) -> None:
+        self.local = local
         self.leader_id = leader_id
         self.index = index
         self.partitions: dict[TopicPartition, _FetchState] = {}
@@ -70,7 +82,7 @@ class ReplicaFetcher:
 
     # -- the loop ---------------------------------------------------------------------------------
     async def _run(self) -> None:
-        backoff = self.broker.config.replica_fetch_backoff_ms / 1000
+        backoff = self.local.config.replica_fetch_backoff_ms / 1000
         while True:
             if not self.partitions:
                 self._wakeup.clear()
@@ -92,18 +104,18 @@ class ReplicaFetcher:
     async def _connection(self) -> BrokerConnection:
         if self._conn is not None and not self._conn.is_closed:
             return self._conn
-        listener = self.broker.config.inter_broker_listener_name
-        leader = self.broker.metadata.brokers.get(self.leader_id)
+        listener = self.local.config.inter_broker_listener_name
+        leader = self.local.metadata.brokers.get(self.leader_id)
         endpoint = leader.endpoint(listener) if leader is not None else None
         if endpoint is None:
             raise ConnectionError(f"no {listener} endpoint known for broker {self.leader_id} yet")
         self._conn = await BrokerConnection.open(
-            endpoint.host, endpoint.port, client_id=f"broker-{self.broker.broker_id}-fetcher-{self.index}"
+            endpoint.host, endpoint.port, client_id=f"broker-{self.local.broker_id}-fetcher-{self.index}"
         )
         return self._conn
 
     def _partition(self, tp: TopicPartition) -> Partition | None:
-        p = self.broker.replicas.get_partition(tp)
+        p = self.local.replicas.get_partition(tp)
         if p is None or p.state is None or p.state.leader != self.leader_id:
             self.partitions.pop(tp, None)
             return None
@@ -127,7 +139,7 @@ class ReplicaFetcher:
             if asked is None:  # empty log or no epochs: nothing can have diverged
                 return
             req = OffsetForLeaderEpochRequest(
-                replica_id=self.broker.broker_id,
+                replica_id=self.local.broker_id,
                 topics=[
                     OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
                         topic=p.tp.topic,
@@ -173,7 +185,7 @@ class ReplicaFetcher:
 
     # -- fetching ---------------------------------------------------------------------------------
     async def _fetch_once(self, conn: BrokerConnection) -> None:
-        cfg = self.broker.config
+        cfg = self.local.config
         by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
         for tp in list(self.partitions):
             p = self._partition(tp)
@@ -191,7 +203,7 @@ class ReplicaFetcher:
         if not by_topic:
             return
         req = FetchRequest(
-            replica_id=self.broker.broker_id,
+            replica_id=self.local.broker_id,
             max_wait_ms=cfg.replica_fetch_wait_max_ms,
             min_bytes=cfg.replica_fetch_min_bytes,
             max_bytes=cfg.replica_fetch_response_max_bytes,
@@ -221,7 +233,7 @@ class ReplicaFetcher:
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ):
             # the leader moved on or has not caught up with the controller: wait for LeaderAndIsr
-            await asyncio.sleep(self.broker.config.replica_fetch_backoff_ms / 1000)
+            await asyncio.sleep(self.local.config.replica_fetch_backoff_ms / 1000)
             return
         if r.error_code != ErrorCode.NONE:
             log.info("%s: fetch error %d from leader %d", tp, r.error_code, self.leader_id)
@@ -266,7 +278,7 @@ class ReplicaFetcher:
 
     async def _leader_offset(self, conn: BrokerConnection, p: Partition, timestamp: int) -> int:
         req = ListOffsetsRequest(
-            replica_id=self.broker.broker_id,
+            replica_id=self.local.broker_id,
             topics=[
                 ListOffsetsRequest.ListOffsetsTopic(
                     name=p.tp.topic,
@@ -288,13 +300,13 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager(FollowerHooks):
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, local: FollowerContext) -> None:
+        self.local = local
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self.assigned: dict[TopicPartition, tuple[int, int]] = {}
 
     def _key(self, leader: int, tp: TopicPartition) -> tuple[int, int]:
-        n = max(1, self.broker.config.num_replica_fetchers)
+        n = max(1, self.local.config.num_replica_fetchers)
         return leader, hash(tp) % n
 
     def add_followers(self, partitions: dict[TopicPartition, int]) -> None:
@@ -303,7 +315,7 @@ class ReplicaFetcherManager(FollowerHooks):
             key = self._key(leader, tp)
             fetcher = self.fetchers.get(key)
             if fetcher is None:
-                fetcher = self.fetchers[key] = ReplicaFetcher(self.broker, *key)
+                fetcher = self.fetchers[key] = ReplicaFetcher(self.local, *key)
             fetcher.add(tp)
             self.assigned[tp] = key
 

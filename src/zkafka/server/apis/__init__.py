@@ -1,4 +1,7 @@
-"""Request handlers, one module per API family; `HANDLERS` maps api keys to them."""
+"""Request handlers, one module per API family; `HANDLERS` maps api keys to them.
+
+A handler is `handle(ctx, request)`; what it may use of the broker is `ctx.services`
+(`zkafka.server.services.BrokerServices`)."""
 
 from __future__ import annotations
 

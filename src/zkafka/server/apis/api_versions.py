@@ -8,4 +8,4 @@ from zkafka.server.dispatcher import RequestContext
 
 
 def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return api_versions_response(ctx.broker.served_versions)
+    return api_versions_response(ctx.services.served_versions)

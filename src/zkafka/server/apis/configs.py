@@ -20,6 +20,7 @@ from zkafka.protocol.messages import (
 from zkafka.server.apis.topics import _error
 from zkafka.server.dispatcher import RequestContext
 from zkafka.storage.config import STORED_ONLY_TOPIC_CONFIGS, InvalidConfigError
+from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType
 from zkafka.zk.topic_names import is_valid_topic_name
 
@@ -60,13 +61,13 @@ async def handle_describe(ctx: RequestContext, request: DescribeConfigsRequest) 
 async def _describe_topic(
     ctx: RequestContext, topic: str, synonyms: bool
 ) -> list[D.DescribeConfigsResourceResult]:
-    broker = ctx.broker
+    services = ctx.services
     _check_topic_name(topic)
-    if not await broker.zk_call(broker.zk.topic_exists, topic):
+    if not await services.zk.run(KafkaZkClient.topic_exists, topic):
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
-    overrides = await broker.zk_call(broker.zk.get_entity_config, ConfigType.TOPIC, topic)
-    defaults = broker.log_manager.default_config.to_topic_configs()
-    explicit = broker.config.explicit_keys
+    overrides = await services.zk.run(KafkaZkClient.get_entity_config, ConfigType.TOPIC, topic)
+    defaults = services.logs.default_config.to_topic_configs()
+    explicit = services.config.explicit_keys
     entries = []
     for key, default_value in defaults.items():
         broker_keys = [k for k in LOG_CONFIG_SOURCES[key][1] if k in explicit]
@@ -118,10 +119,10 @@ async def _describe_topic(
 
 
 def _describe_broker(ctx: RequestContext, name: str) -> list[D.DescribeConfigsResourceResult]:
-    broker = ctx.broker
-    if name not in ("", str(broker.broker_id)):
+    broker_id = ctx.services.identity.broker_id
+    if name not in ("", str(broker_id)):
         raise KafkaError(
-            ErrorCode.INVALID_REQUEST, f"broker {name} must be asked directly; this is {broker.broker_id}"
+            ErrorCode.INVALID_REQUEST, f"broker {name} must be asked directly; this is {broker_id}"
         )
     return [
         D.DescribeConfigsResourceResult(
@@ -132,12 +133,12 @@ def _describe_broker(ctx: RequestContext, name: str) -> list[D.DescribeConfigsRe
             is_default=is_default,
             is_sensitive="password" in key,
         )
-        for key, value, is_default in broker.config.describe()
+        for key, value, is_default in ctx.services.config.describe()
     ]
 
 
 async def handle_alter(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-    broker = ctx.broker
+    services = ctx.services
     results = []
     for res in request.resources:
         out = AlterConfigsResponse.AlterConfigsResourceResponse(
@@ -153,16 +154,16 @@ async def handle_alter(ctx: RequestContext, request: AlterConfigsRequest) -> Alt
             _check_topic_name(res.resource_name)
             configs = {c.name: c.value for c in res.configs if c.value is not None}
             try:
-                broker.log_manager.default_config.with_overrides(configs)
+                services.logs.default_config.with_overrides(configs)
             except InvalidConfigError as e:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
-            if not await broker.zk_call(broker.zk.topic_exists, res.resource_name):
+            if not await services.zk.run(KafkaZkClient.topic_exists, res.resource_name):
                 raise KafkaError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {res.resource_name!r} does not exist"
                 )
             if not request.validate_only:
-                await broker.zk_call(
-                    broker.zk.set_entity_config, ConfigType.TOPIC, res.resource_name, configs
+                await services.zk.run(
+                    KafkaZkClient.set_entity_config, ConfigType.TOPIC, res.resource_name, configs
                 )
         except Exception as e:
             out.error_code, out.error_message = _error(e)

@@ -17,8 +17,8 @@ Resp = ControlledShutdownResponse
 
 
 async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> Resp:
-    controller = ctx.broker.controller
-    if controller is None or not controller.is_active:
+    controller = ctx.services.controller
+    if not controller.is_active:
         return Resp(error_code=ErrorCode.NOT_CONTROLLER)
     try:
         error, remaining = await controller.controlled_shutdown(request.broker_id, request.broker_epoch)

@@ -26,6 +26,7 @@ from zkafka.server.metadata_cache import BrokerEndpoint, LiveBroker, PartitionIn
 from zkafka.server.partition import LeaderState
 from zkafka.server.replica_manager import PartitionStateChange
 from zkafka.storage.naming import TopicPartition
+from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType
 from zkafka.zk.topic_names import is_valid_topic_name
 
@@ -33,11 +34,10 @@ log = logging.getLogger(__name__)
 
 
 def _fence(ctx: RequestContext, controller_epoch: int, broker_epoch: int) -> ErrorCode:
-    broker = ctx.broker
-    if controller_epoch < broker.replicas.controller_epoch:
+    if controller_epoch < ctx.services.replicas.controller_epoch:
         return ErrorCode.STALE_CONTROLLER_EPOCH
     # -1: sent by a controller that does not know epochs (old versions): accepted, as Kafka does
-    if broker_epoch != -1 and broker_epoch < broker.broker_epoch:
+    if broker_epoch != -1 and broker_epoch < ctx.services.identity.broker_epoch:
         return ErrorCode.STALE_BROKER_EPOCH
     return ErrorCode.NONE
 
@@ -79,8 +79,8 @@ def handle_leader_and_isr(
     refused = {c.tp: code for c in changes if (code := _illegal(c.tp)) != ErrorCode.NONE}
     if refused:
         changes = [c for c in changes if c.tp not in refused]
-    log_manager = ctx.broker.log_manager
-    new_topics = {c.tp.topic for c in changes if log_manager.get_log(c.tp.topic, c.tp.partition) is None}
+    logs = ctx.services.logs
+    new_topics = {c.tp.topic for c in changes if logs.get_log(c.tp.topic, c.tp.partition) is None}
     if not new_topics:
         return _apply_leader_and_isr(ctx, request, changes, refused)
     return _apply_with_topic_configs(ctx, request, changes, new_topics, refused)
@@ -104,13 +104,14 @@ async def _apply_with_topic_configs(
     """Logs about to be created get their topic's config overrides from /config/topics/<t> first, as
     Kafka reads them when it creates a log: the overrides given at topic creation (min.insync.replicas,
     retention...) reach no broker any other way (config change notifications are for alterations)."""
-    broker = ctx.broker
     try:
-        overrides = await broker.zk_call(broker.zk.get_entity_configs, ConfigType.TOPIC, sorted(topics))
+        overrides = await ctx.services.zk.run(
+            KafkaZkClient.get_entity_configs, ConfigType.TOPIC, sorted(topics)
+        )
     except Exception as e:  # ZooKeeper unreachable: the controller's decision still applies
         log.warning("cannot read the configs of topics %s (using the defaults): %s", sorted(topics), e)
         overrides = {}
-    lm = broker.log_manager
+    lm = ctx.services.logs
     for topic in topics:
         try:
             config = lm.default_config.with_overrides(overrides[topic]) if overrides.get(topic) else None
@@ -131,8 +132,8 @@ def _apply_leader_and_isr(
     changes: list[PartitionStateChange],
     refused: dict[TopicPartition, ErrorCode],
 ) -> LeaderAndIsrResponse:
-    errors = ctx.broker.replicas.become_leader_or_follower(request.controller_epoch, changes)
-    ctx.broker.on_leadership_changed(errors)
+    errors = ctx.services.replicas.become_leader_or_follower(request.controller_epoch, changes)
+    ctx.services.groups.on_leadership_changed(errors)
     errors = {**refused, **errors}
     return LeaderAndIsrResponse(
         partition_errors=[
@@ -177,9 +178,10 @@ def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) 
         )
         for topic, p in _partition_states(request)
     ]
-    ctx.broker.replicas.controller_epoch = max(ctx.broker.replicas.controller_epoch, request.controller_epoch)
-    ctx.broker.metadata.update(request.controller_id, request.controller_epoch, brokers, partitions)
-    ctx.broker.on_metadata_updated()
+    replicas = ctx.services.replicas
+    replicas.controller_epoch = max(replicas.controller_epoch, request.controller_epoch)
+    ctx.services.metadata.update(request.controller_id, request.controller_epoch, brokers, partitions)
+    ctx.services.metadata_waits.updated()
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
 
@@ -196,7 +198,7 @@ def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) -> Sto
         tps.extend(TopicPartition(t.name, i) for i in t.partition_indexes)
     # v0-1 (what we advertise) carry one request-level delete flag
     delete = bool(request.delete_partitions)
-    errors = ctx.broker.replicas.stop_replicas(request.controller_epoch, tps, delete)
+    errors = ctx.services.replicas.stop_replicas(request.controller_epoch, tps, delete)
     return StopReplicaResponse(
         partition_errors=[
             StopReplicaResponse.StopReplicaPartitionError(

@@ -28,7 +28,7 @@ HIGH_WATERMARK = -1
 
 
 def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> Resp | Awaitable[Resp]:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     results: dict[TopicPartition, Resp.DeleteRecordsPartitionResult] = {}
     waiting: dict[TopicPartition, tuple[Partition, int]] = {}
     for t in request.topics:
@@ -68,7 +68,7 @@ async def _await_low_watermarks(
         return all(p.low_watermark() >= target or not p.is_leader for p, target in waiting.values())
 
     keys = [low_watermark_key(tp) for tp in waiting]
-    await ctx.broker.replicas.delayed.wait(keys, reached, max(timeout_ms, 0) / 1000)
+    await ctx.services.replicas.delayed.wait(keys, reached, max(timeout_ms, 0) / 1000)
     for tp, (p, target) in waiting.items():
         out = results[tp]
         if not p.is_leader:

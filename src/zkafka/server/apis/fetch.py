@@ -58,7 +58,7 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -
         return _available(ctx, request) >= request.min_bytes
 
     timeout_s = request.max_wait_ms / 1000 + LONG_POLL_TICK_S
-    await ctx.broker.replicas.delayed.wait(first.partitions, enough, timeout_s)
+    await ctx.services.replicas.delayed.wait(first.partitions, enough, timeout_s)
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
@@ -90,7 +90,7 @@ def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untype
 
 def _available(ctx: RequestContext, request: FetchRequest) -> int:
     """Bytes a re-read would return now (without side effects)."""
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
     total = 0
     for t in request.topics:
@@ -108,7 +108,7 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
 
 
 def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool = True) -> _Read:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
     budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     legacy_magic = _legacy_magic(ctx.api_version)
@@ -132,7 +132,7 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                         request.replica_id, p.fetch_offset, now, p.log_start_offset
                     ):
                         replicas.delayed.notify(low_watermark_key(tp))
-                    ctx.broker.isr.maybe_expand(part, request.replica_id)
+                    ctx.services.isr.maybe_expand(part, request.replica_id)
                 end = _visible_end(part, is_follower)
                 out.high_watermark = part.high_watermark
                 out.last_stable_offset = part.high_watermark

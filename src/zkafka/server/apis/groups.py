@@ -47,7 +47,7 @@ NOT_REQUESTED_OPERATIONS = -(1 << 31)
 
 
 def _service(ctx: RequestContext) -> CoordinatorService:
-    return ctx.broker.group_coordinator  # type: ignore[no-any-return]
+    return ctx.services.groups
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:

@@ -14,7 +14,7 @@ Resp = OffsetForLeaderEpochResponse
 
 
 def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     topics = []
     for t in request.topics:
         parts = []

@@ -14,7 +14,7 @@ Resp = ListOffsetsResponse
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
     topics = []
     for t in request.topics:

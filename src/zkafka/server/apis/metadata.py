@@ -25,7 +25,7 @@ Resp = MetadataResponse
 
 
 def handle(ctx: RequestContext, request: MetadataRequest) -> Resp | Awaitable[Resp]:
-    cache = ctx.broker.metadata
+    cache = ctx.services.metadata
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         names = cache.topics()
         wanted_unknown: list[str] = []
@@ -33,7 +33,7 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> Resp | Awaitable[Re
         names = [t.name for t in request.topics]
         wanted_unknown = [n for n in names if not cache.contains_topic(n)]
     allow_create = (
-        ctx.broker.config.auto_create_topics_enable
+        ctx.services.config.auto_create_topics_enable
         and request.allow_auto_topic_creation
         and any(is_valid_topic_name(n) and not is_internal_topic(n) for n in wanted_unknown)
     )
@@ -43,25 +43,23 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> Resp | Awaitable[Re
 
 
 async def _create_then_answer(ctx: RequestContext, names: list[str], unknown: list[str]) -> Resp:
-    broker = ctx.broker
+    services = ctx.services
+    cfg, metadata = services.config, services.metadata
     created: list[str] = []
     candidates = [n for n in unknown if is_valid_topic_name(n) and not is_internal_topic(n)]
     # Counts the broker chose, but as many topics as a request names: KIP-578's limits apply.
-    limits = partition_limits(broker, [broker.config.num_partitions] * len(candidates))
+    limits = partition_limits(services, [cfg.num_partitions] * len(candidates))
     for name in candidates:
         try:
-            plan = await broker.zk_call(
+            plan = await services.zk.run(
                 topic_admin.create_topic,
-                broker.zk,
                 name=name,
-                num_partitions=broker.config.num_partitions,
-                replication_factor=min(
-                    broker.config.default_replication_factor, max(1, len(broker.metadata.brokers))
-                ),
+                num_partitions=cfg.num_partitions,
+                replication_factor=min(cfg.default_replication_factor, max(1, len(metadata.brokers))),
                 configs={},
                 assignment=None,
-                live_brokers=sorted(broker.metadata.brokers),
-                defaults=broker.log_manager.default_config,
+                live_brokers=sorted(metadata.brokers),
+                defaults=services.logs.default_config,
                 limits=limits,
             )
             limits = limits.after(plan)
@@ -76,8 +74,7 @@ async def _create_then_answer(ctx: RequestContext, names: list[str], unknown: li
 
 
 def _answer(ctx: RequestContext, names: list[str], created: list[str] | tuple[()]) -> Resp:
-    broker = ctx.broker
-    cache = broker.metadata
+    cache = ctx.services.metadata
     brokers = []
     for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id):
         ep = b.endpoint(ctx.listener)
@@ -125,7 +122,7 @@ def _answer(ctx: RequestContext, names: list[str], created: list[str] | tuple[()
         )
     return Resp(
         brokers=brokers,
-        cluster_id=broker.cluster_id,
+        cluster_id=ctx.services.identity.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
     )

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
+from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -37,6 +38,7 @@ from zkafka.protocol.messages import (
     ListPartitionReassignmentsResponse,
 )
 from zkafka.server.dispatcher import RequestContext
+from zkafka.server.services import ControllerAccess
 from zkafka.zk.model import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -51,9 +53,10 @@ AlterResp = AlterPartitionReassignmentsResponse
 ListResp = ListPartitionReassignmentsResponse
 
 
-def _controller(ctx: RequestContext):  # type: ignore[no-untyped-def]
-    controller = ctx.broker.controller
-    return controller if controller is not None and controller.is_active else None
+def _controller(ctx: RequestContext) -> ControllerAccess | None:
+    """The controller module when it is the active controller (else these APIs are NOT_CONTROLLER)."""
+    controller = ctx.services.controller
+    return controller if controller.is_active else None
 
 
 async def _within(step: Awaitable[R], timeout_s: float) -> R | None:
@@ -77,7 +80,7 @@ def _log_failure(task: asyncio.Future[object]) -> None:
 
 
 async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> ElectResp:
-    broker = ctx.broker
+    metadata = ctx.services.metadata
     deadline = time.monotonic() + request.timeout_ms / 1000
     election_type = request.election_type if ctx.api_version >= 1 else PREFERRED
     everything = request.topic_partitions is None
@@ -94,8 +97,8 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
     if controller is None:
         if requested is None:  # Kafka names every partition its metadata cache knows
             requested = [
-                TopicPartition(topic, p) for topic in broker.metadata.topics()
-                for p in broker.metadata.topic_partitions(topic)
+                TopicPartition(topic, p) for topic in metadata.topics()
+                for p in metadata.topic_partitions(topic)
             ]  # fmt: skip
         return _elect_response({tp: (ErrorCode.NOT_CONTROLLER, None) for tp in requested})
     try:
@@ -116,12 +119,12 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
     if elected:
 
         def visible(tp: TopicPartition) -> bool:
-            info = broker.metadata.partition(tp.topic, tp.partition)
+            info = metadata.partition(tp.topic, tp.partition)
             if info is None or info.leader < 0:
                 return False
             return election_type == UNCLEAN or (bool(info.replicas) and info.leader == info.replicas[0])
 
-        await broker.wait_for_metadata(
+        await ctx.services.metadata_waits.wait(
             lambda: all(visible(tp) for tp in elected), deadline - time.monotonic()
         )
         for tp in elected:
@@ -200,7 +203,7 @@ def handle_list_partition_reassignments(
     return ListResp(topics=_grouped(ongoing, _ongoing_partition, _ongoing_topic))
 
 
-def _ongoing_partition(tp: TopicPartition, assignment) -> object:  # type: ignore[no-untyped-def]
+def _ongoing_partition(tp: TopicPartition, assignment: ReplicaAssignment) -> object:
     return ListResp.OngoingPartitionReassignment(
         partition_index=tp.partition,
         replicas=list(assignment.replicas),

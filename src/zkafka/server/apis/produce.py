@@ -48,7 +48,7 @@ class RejectedRecordsError(KafkaError):
 
 
 def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse | Awaitable[Resp]:
-    replicas = ctx.broker.replicas
+    replicas = ctx.services.replicas
     acks = request.acks
     results: dict[TopicPartition, Resp.PartitionProduceResponse] = {}
     waiting: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (required HW, leader epoch)
@@ -111,14 +111,14 @@ def _append(
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     config = partition.log.config
     if config.compact or _limits_timestamps(config):
-        _check_records(batches, headers, config, ctx.broker.replicas.now_ms())
+        _check_records(batches, headers, config, ctx.services.replicas.now_ms())
     check_min_isr(partition, acks)  # before the duplicate check, as Kafka orders them
     duplicate = partition.check_producer_state(headers)
     if duplicate is not None:
         out.base_offset = duplicate.first_offset
         out.log_start_offset = partition.log.log_start_offset
         return (duplicate.last_offset + 1, partition.leader_epoch) if acks == -1 else None
-    info, epoch = ctx.broker.replicas.append_to_leader(partition.tp, batches, headers, required_acks=acks)
+    info, epoch = ctx.services.replicas.append_to_leader(partition.tp, batches, headers, required_acks=acks)
     out.base_offset = info.first_offset
     out.log_append_time_ms = info.log_append_time
     out.log_start_offset = info.log_start_offset
@@ -188,7 +188,7 @@ async def _await_replication(
     waiting: dict[TopicPartition, tuple[int, int]],
     timeout_ms: int,
 ) -> Resp:
-    errors = await ctx.broker.replicas.wait_for_replication(waiting, timeout_ms / 1000)
+    errors = await ctx.services.replicas.wait_for_replication(waiting, timeout_ms / 1000)
     for tp, error in errors.items():
         results[tp].error_code = error
     return _response(results)

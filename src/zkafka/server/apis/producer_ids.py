@@ -19,7 +19,7 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
             error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1
         )
     try:
-        pid = await ctx.broker.producer_ids.next_id()
+        pid = await ctx.services.producer_ids.next_id()
     except Exception:
         log.exception("producer id allocation failed")
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1)

@@ -23,6 +23,8 @@ from zkafka.protocol.messages import (
 )
 from zkafka.server import topic_admin
 from zkafka.server.dispatcher import RequestContext
+from zkafka.server.metadata_cache import MetadataCache
+from zkafka.server.services import BrokerServices
 from zkafka.zk.topic_names import is_valid_topic_name
 
 log = logging.getLogger(__name__)
@@ -35,15 +37,15 @@ def _error(e: Exception) -> tuple[ErrorCode, str]:
     return ErrorCode.UNKNOWN_SERVER_ERROR, topic_admin.short_message(str(e))
 
 
-def partition_limits(broker, adding: Iterable[int]) -> topic_admin.PartitionLimits:  # type: ignore[no-untyped-def]
+def partition_limits(services: BrokerServices, adding: Iterable[int]) -> topic_admin.PartitionLimits:
     """KIP-578's limits with the cluster's counts, for a request adding these partition counts.
 
     A count above max.partitions fails whatever else holds, so it is left out of `adding` (which
     only decides whether per-broker loads are worth counting)."""
-    cfg = broker.config
+    cfg = services.config
     room = cfg.max_partitions
     return topic_admin.PartitionLimits.from_cache(
-        broker.metadata,
+        services.metadata,
         max_partitions=cfg.max_partitions,
         max_broker_partitions=cfg.max_broker_partitions,
         adding=sum(n for n in adding if 0 < n <= room),
@@ -51,8 +53,8 @@ def partition_limits(broker, adding: Iterable[int]) -> topic_admin.PartitionLimi
 
 
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    broker = ctx.broker
-    cfg = broker.config
+    services = ctx.services
+    cfg, metadata = services.config, services.metadata
     results = []
     created: dict[str, int] = {}
     # a Counter, not a scan per topic: a frame can hold millions of topics
@@ -67,7 +69,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         return partitions, rf
 
     limits = partition_limits(
-        broker, (len(t.assignments) if t.assignments else requested(t)[0] for t in request.topics)
+        services, (len(t.assignments) if t.assignments else requested(t)[0] for t in request.topics)
     )
     for t in request.topics:
         out = CreateTopicsResponse.CreatableTopicResult(name=t.name)
@@ -83,16 +85,15 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             out.error_message = "a partition is assigned more than once"
             continue
         try:
-            plan = await broker.zk_call(
+            plan = await services.zk.run(
                 topic_admin.create_topic,
-                broker.zk,
                 name=t.name,
                 num_partitions=partitions,
                 replication_factor=rf,
                 configs=configs,
                 assignment=assignment or None,
-                live_brokers=sorted(broker.metadata.brokers),
-                defaults=broker.log_manager.default_config,
+                live_brokers=sorted(metadata.brokers),
+                defaults=services.logs.default_config,
                 validate_only=request.validate_only,
                 limits=limits,
             )
@@ -106,24 +107,25 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         except Exception as e:
             out.error_code, out.error_message = _error(e)
     if created:
-        ok = await broker.wait_for_metadata(
-            lambda: all(_has_leaders(broker, t, n) for t, n in created.items()), request.timeout_ms / 1000
+        ok = await services.metadata_waits.wait(
+            lambda: all(_has_leaders(metadata, t, n) for t, n in created.items()), request.timeout_ms / 1000
         )
         if not ok:
             for out in results:
-                if out.name in created and not _has_leaders(broker, out.name, created[out.name]):
+                if out.name in created and not _has_leaders(metadata, out.name, created[out.name]):
                     out.error_code = ErrorCode.REQUEST_TIMED_OUT
                     out.error_message = "the topic was created; its partitions have no leader yet"
     return CreateTopicsResponse(topics=results)
 
 
-def _has_leaders(broker, topic: str, partitions: int) -> bool:  # type: ignore[no-untyped-def]
-    parts = broker.metadata.topic_partitions(topic)
+def _has_leaders(metadata: MetadataCache, topic: str, partitions: int) -> bool:
+    parts = metadata.topic_partitions(topic)
     return len(parts) >= partitions and all(p.leader >= 0 for p in parts.values())
 
 
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    broker = ctx.broker
+    services = ctx.services
+    metadata = services.metadata
     results = []
     pending: list[str] = []
     for name in request.topic_names:
@@ -133,8 +135,8 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
             out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
         try:
-            await broker.zk_call(
-                topic_admin.delete_topic, broker.zk, name, deletion_enabled=broker.config.delete_topic_enable
+            await services.zk.run(
+                topic_admin.delete_topic, name, deletion_enabled=services.config.delete_topic_enable
             )
             pending.append(name)
         except Exception as e:
@@ -142,11 +144,11 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     if pending:
 
         def gone() -> bool:
-            return not any(broker.metadata.contains_topic(t) for t in pending)
+            return not any(metadata.contains_topic(t) for t in pending)
 
-        if not await broker.wait_for_metadata(gone, request.timeout_ms / 1000):
+        if not await services.metadata_waits.wait(gone, request.timeout_ms / 1000):
             for out in results:
-                if out.name in pending and broker.metadata.contains_topic(out.name):
+                if out.name in pending and metadata.contains_topic(out.name):
                     out.error_code = ErrorCode.REQUEST_TIMED_OUT
     return DeleteTopicsResponse(responses=results)
 
@@ -154,12 +156,13 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
 async def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
-    broker = ctx.broker
+    services = ctx.services
+    metadata = services.metadata
     results = []
     waits: dict[str, int] = {}
     names = Counter(t.name for t in request.topics)
     limits = partition_limits(
-        broker, (t.count - len(broker.metadata.topic_partitions(t.name)) for t in request.topics)
+        services, (t.count - len(metadata.topic_partitions(t.name)) for t in request.topics)
     )
     for t in request.topics:
         out = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
@@ -172,13 +175,12 @@ async def handle_create_partitions(
             out.error_message = "no topic can have this name"
             continue
         try:
-            added = await broker.zk_call(
+            added = await services.zk.run(
                 topic_admin.create_partitions,
-                broker.zk,
                 topic=t.name,
                 new_total=t.count,
                 assignment=[list(a.broker_ids) for a in t.assignments] if t.assignments else None,
-                live_brokers=sorted(broker.metadata.brokers),
+                live_brokers=sorted(metadata.brokers),
                 validate_only=request.validate_only,
                 limits=limits,
             )
@@ -188,9 +190,9 @@ async def handle_create_partitions(
         except Exception as e:
             out.error_code, out.error_message = _error(e)
     if waits:
-        check: Callable[[], bool] = lambda: all(_has_leaders(broker, t, n) for t, n in waits.items())  # noqa: E731
-        if not await broker.wait_for_metadata(check, request.timeout_ms / 1000):
+        check: Callable[[], bool] = lambda: all(_has_leaders(metadata, t, n) for t, n in waits.items())  # noqa: E731
+        if not await services.metadata_waits.wait(check, request.timeout_ms / 1000):
             for out in results:
-                if out.name in waits and not _has_leaders(broker, out.name, waits[out.name]):
+                if out.name in waits and not _has_leaders(metadata, out.name, waits[out.name]):
                     out.error_code = ErrorCode.REQUEST_TIMED_OUT
     return CreatePartitionsResponse(results=results)

@@ -1,0 +1,90 @@
+"""Controlled shutdown, the asking side: before it stops, a broker asks the controller to move its
+leaderships away (Kafka's `controlled.shutdown.*`), so clients fail over to leaders that were
+chosen, not to ones an election after the broker's death has to find.
+
+The controller may be this broker's own controller module (asked directly) or another broker's,
+reached over the inter-broker listener with a ControlledShutdown request (answered by
+`zkafka.server.apis.controlled_shutdown`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection
+
+from zkafka.client.connection import BrokerConnection
+from zkafka.config import BrokerConfig
+from zkafka.protocol.messages import ControlledShutdownRequest
+from zkafka.server.services import BrokerIdentity, ControllerAccess
+from zkafka.server.zookeeper import ZooKeeper
+from zkafka.storage.naming import TopicPartition
+from zkafka.zk.client import KafkaZkClient
+
+log = logging.getLogger(__name__)
+
+
+class ControlledShutdown:
+    def __init__(
+        self, identity: BrokerIdentity, config: BrokerConfig, zk: ZooKeeper, controller: ControllerAccess
+    ) -> None:
+        self._identity = identity
+        self._config = config
+        self._zk = zk
+        self._controller = controller
+
+    async def run(self) -> bool:
+        """Retried `controlled.shutdown.max.retries` times while the controller reports partitions
+        we still lead. True when nothing is left."""
+        cfg = self._config
+        for attempt in range(cfg.controlled_shutdown_max_retries):
+            try:
+                if await self._once():
+                    log.info("controlled shutdown succeeded")
+                    return True
+                if not await self._other_brokers_registered():
+                    # The last broker standing: retrying cannot find its partitions a new home.
+                    log.info("controlled shutdown: no other live broker can take over; stopping")
+                    return False
+            except Exception as e:
+                log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
+            await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
+        log.warning("controlled shutdown did not complete; stopping anyway")
+        return False
+
+    async def _other_brokers_registered(self) -> bool:
+        return bool(set(await self._zk.run(KafkaZkClient.get_all_broker_ids)) - {self._identity.broker_id})
+
+    async def _once(self) -> bool:
+        broker_id, epoch = self._identity.broker_id, self._identity.broker_epoch
+        controller_id = await self._zk.run(KafkaZkClient.get_controller_id)
+        if controller_id is None:
+            raise ConnectionError("no controller")
+        error: int
+        remaining: Collection[TopicPartition]
+        if controller_id == broker_id and self._controller.is_active:
+            error, remaining = await self._controller.controlled_shutdown(broker_id, epoch)
+        else:
+            error, remaining = await self._ask(controller_id)
+        if error != 0:
+            raise ConnectionError(f"controller {controller_id} answered error {error}")
+        if remaining:
+            log.info("controller %d: %d partitions still led here", controller_id, len(remaining))
+        return not remaining
+
+    async def _ask(self, controller_id: int) -> tuple[int, list[TopicPartition]]:
+        """ControlledShutdown sent to another broker's controller: (error, partitions still led)."""
+        listener = self._config.inter_broker_listener_name
+        info = await self._zk.run(KafkaZkClient.get_broker, controller_id)
+        ep = info.endpoint(listener) if info is not None else None
+        if ep is None:
+            raise ConnectionError(f"controller {controller_id} has no {listener} endpoint")
+        broker_id = self._identity.broker_id
+        request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=self._identity.broker_epoch)
+        conn = await BrokerConnection.open(ep.host, ep.port, client_id=f"broker-{broker_id}-shutdown")
+        try:
+            resp = await conn.send(request, timeout=self._config.request_timeout_ms / 1000)
+        finally:
+            conn.close()
+        remaining = [TopicPartition(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
+        return resp.error_code, remaining

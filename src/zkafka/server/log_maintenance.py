@@ -1,0 +1,76 @@
+"""The broker's logs: opened at start-up with their topics' configs, then kept in shape by
+periodic tasks (retention, flushes, the three checkpoints, deletion of removed logs' files, the
+cleaner), each on Kafka's interval key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from zkafka.config import BrokerConfig
+from zkafka.server.scheduler import Scheduler
+from zkafka.server.services import BrokerIdentity
+from zkafka.server.topic_configs import read_topic_configs
+from zkafka.server.zookeeper import ZooKeeper
+from zkafka.storage.manager import LogManager
+from zkafka.storage.naming import TopicPartition
+
+DELETE_FILES_INTERVAL_MS = 1000
+
+
+async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeeper) -> LogManager:
+    """The log manager over `log.dirs`, every log loaded (and recovered after an unclean shutdown)."""
+    defaults = config.log_config()
+    topic_configs = await read_topic_configs(zk, defaults)
+    return await asyncio.get_running_loop().run_in_executor(
+        None,
+        lambda: LogManager(
+            [Path(d) for d in config.log_dirs],
+            defaults,
+            broker_id=identity.broker_id,
+            cluster_id=identity.cluster_id,
+            topic_configs=topic_configs,
+        ),
+    )
+
+
+def schedule_log_maintenance(
+    scheduler: Scheduler,
+    config: BrokerConfig,
+    logs: LogManager,
+    high_watermarks: Callable[[], Mapping[TopicPartition, int]],
+) -> None:
+    """Register the periodic log work with `scheduler`; `high_watermarks` are the replica manager's
+    (retention never deletes past them, and they are checkpointed)."""
+    cfg = config
+
+    def every(interval_ms: int, name: str, fn: Callable[[], object]) -> None:
+        scheduler.every(interval_ms / 1000, name, fn, blocking=True)
+
+    every(
+        cfg.log_retention_check_interval_ms,
+        "retention",
+        lambda: logs.check_retention(_now_ms(), high_watermarks().get),
+    )
+    every(cfg.log_flush_scheduler_interval_ms, "flush", lambda: logs.flush_dirty_logs(_now_ms()))
+    every(cfg.log_flush_offset_checkpoint_interval_ms, "recovery-checkpoint", logs.checkpoint_recovery_points)
+    every(
+        cfg.log_flush_start_offset_checkpoint_interval_ms,
+        "start-offset-checkpoint",
+        logs.checkpoint_log_start_offsets,
+    )
+    every(
+        cfg.replica_high_watermark_checkpoint_interval_ms,
+        "hw-checkpoint",
+        lambda: logs.checkpoint_high_watermarks(high_watermarks()),
+    )
+    every(DELETE_FILES_INTERVAL_MS, "delete-files", lambda: logs.delete_pending(_now_ms()))
+    if cfg.log_cleaner_enable:
+        every(cfg.log_cleaner_backoff_ms, "cleaner", lambda: logs.run_cleaner(_now_ms()))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

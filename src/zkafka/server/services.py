@@ -1,0 +1,97 @@
+"""What a request handler may use of its broker: `BrokerServices`, one per broker, built once by
+`zkafka.server.broker` and handed to every request in its `RequestContext`.
+
+Each field is the narrowest thing its handlers need: a `Protocol` where the object behind it can
+do more than handlers should (the registration, the controller module, the log manager, and the
+ZooKeeper session, whose protocol lives with it in `zookeeper.py`), the service itself where it is
+already one job (metadata cache, replica manager, group coordinator, producer ids, ISR
+maintenance). Nothing here knows the `Broker` class, so the handlers cannot reach back into
+start-up, shutdown or the listeners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from zkafka.config import BrokerConfig
+from zkafka.controller.context import ReplicaAssignment
+from zkafka.protocol import ErrorCode
+from zkafka.server.coordinator_service import CoordinatorService
+from zkafka.server.isr import IsrManager
+from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
+from zkafka.server.producer_ids import ProducerIdManager
+from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.zookeeper import ZooKeeper
+from zkafka.storage.config import LogConfig
+from zkafka.storage.log import Log
+from zkafka.storage.naming import TopicPartition
+
+
+class BrokerIdentity(Protocol):
+    """Who this broker is. `broker_epoch` is the czxid of its current `/brokers/ids/<id>`
+    registration (-1 before the first): it changes when a new ZooKeeper session re-registers."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def broker_epoch(self) -> int: ...
+
+
+class ControllerAccess(Protocol):
+    """The controller module running in this broker, as the controller-only APIs see it: they act
+    only while `is_active` (else NOT_CONTROLLER), and never start or stop it."""
+
+    @property
+    def is_active(self) -> bool: ...
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, set[TopicPartition]]: ...
+
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition] | None, *, unclean: bool = False
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]: ...
+
+    async def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]: ...
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, ReplicaAssignment]: ...
+
+
+class TopicLogs(Protocol):
+    """The local logs as the admin and controller requests see them: the defaults new topics get,
+    per-topic configs, and whether a partition has a log here yet (never opening or deleting one:
+    that is the replica manager's job)."""
+
+    @property
+    def default_config(self) -> LogConfig: ...
+
+    def get_log(self, topic: str, partition: int) -> Log | None: ...
+
+    def update_topic_config(self, topic: str, config: LogConfig | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    identity: BrokerIdentity
+    config: BrokerConfig
+    served_versions: Mapping[int, tuple[int, int]]
+    """api key -> (min, max) version: exactly the APIs that have a handler."""
+    metadata: MetadataCache
+    metadata_waits: MetadataWaits
+    replicas: ReplicaManager
+    logs: TopicLogs
+    isr: IsrManager
+    zk: ZooKeeper
+    controller: ControllerAccess
+    groups: CoordinatorService
+    producer_ids: ProducerIdManager
