@@ -36,6 +36,7 @@ COMMANDS = {
     "reassign-partitions": "zkafka.cli.reassign",
     "leader-election": "zkafka.cli.leader_election",
     "pipeline": "zkafka.cli.pipeline",
+    "acls": "zkafka.cli.acls",
 }
 """command name -> the module whose `register` adds it (one module may add several commands)."""
 
