@@ -81,3 +81,15 @@ def test_error_position() -> None:
         parse_jaas_config("a.B required\n  =x;")
     with pytest.raises(JaasConfigError, match="expected login module"):
         single_login_module("a.B required;", PLAIN_LOGIN_MODULE)
+
+
+def test_listener_jaas_config_key() -> None:
+    from zkafka.security.jaas import listener_jaas_config
+
+    config = {
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "a.B required;",
+        "sasl.jaas.config": "c.D required;",
+    }
+    assert listener_jaas_config(config, "SASL_SSL", "SCRAM-SHA-512") == "a.B required;"
+    assert listener_jaas_config(config, "SASL_PLAINTEXT", "PLAIN") == "c.D required;"
+    assert listener_jaas_config({}, "X", "PLAIN") is None

@@ -198,3 +198,45 @@ def test_create_sasl_server() -> None:
             create_sasl_server(bad, plain_users=USERS, scram_credentials=lambda m, u: None)
     with pytest.raises(ValueError, match="not configured"):
         create_sasl_server("PLAIN")
+
+
+# -- kafka-python's client-side mechanisms as independent peers -------------------------------------------
+
+
+def test_kafka_python_scram_client(mechanism: str) -> None:
+    from kafka.net.sasl.scram import SaslMechanismScram
+
+    creds = {(mechanism, "alice"): make_credential(mechanism, "alice-secret", 4096)}
+    server = ScramServer(mechanism, lookup_for(creds))
+    client = SaslMechanismScram(
+        sasl_plain_username="alice", sasl_plain_password="alice-secret", sasl_mechanism=mechanism
+    )
+    while not client.is_done():
+        step = server.evaluate(client.auth_bytes())
+        assert not step.failed, step.error
+        client.receive(step.response)  # raises on a wrong server signature
+    assert client.is_authenticated() and server.complete
+
+    wrong = SaslMechanismScram(
+        sasl_plain_username="alice", sasl_plain_password="nope", sasl_mechanism=mechanism
+    )
+    server = ScramServer(mechanism, lookup_for(creds))
+    wrong.receive(server.evaluate(wrong.auth_bytes()).response)
+    assert server.evaluate(wrong.auth_bytes()).error == "Authentication failed: Invalid user credentials"
+
+
+def test_kafka_python_plain_client_and_jaas() -> None:
+    from kafka.net.sasl.plain import SaslMechanismPlain
+
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+    )
+    server = PlainServer.from_jaas(jaas)
+    client = SaslMechanismPlain(sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    step = server.evaluate(client.auth_bytes())  # kafka-python sends authzid = username
+    client.receive(step.response)
+    assert step.complete and client.is_authenticated()
+    assert server.principal == KafkaPrincipal("User", "alice")
+    bad = SaslMechanismPlain(sasl_plain_username="alice", sasl_plain_password="admin-secret")
+    assert PlainServer.from_jaas(jaas).evaluate(bad.auth_bytes()).failed

@@ -23,6 +23,7 @@ __all__ = [
     "SCRAM_LOGIN_MODULE",
     "JaasConfigError",
     "LoginModule",
+    "listener_jaas_config",
     "parse_jaas_config",
     "parse_jaas_file",
     "plain_users",
@@ -209,3 +210,12 @@ def parse_jaas_file(text: str) -> dict[str, list[LoginModule]]:
 def plain_users(module: LoginModule) -> dict[str, str]:
     """PlainLoginModule's `user_<name>="<password>"` options: the users a PLAIN listener accepts."""
     return {k[len("user_") :]: v for k, v in module.options.items() if k.startswith("user_") and len(k) > 5}
+
+
+def listener_jaas_config(config: Mapping[str, str], listener_name: str, mechanism: str) -> str | None:
+    """A broker's JAAS text for one listener and mechanism:
+    `listener.name.<listener>.<mechanism>.sasl.jaas.config` (both lower-cased, as Kafka builds the key),
+    else the plain `sasl.jaas.config`; None if neither."""
+    key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    value = config.get(key) or config.get("sasl.jaas.config")
+    return value if value and value.strip() else None

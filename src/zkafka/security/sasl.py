@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from scramp import ScramException, ScramMechanism
 
+from zkafka.security.jaas import PLAIN_LOGIN_MODULE, plain_users, single_login_module
 from zkafka.security.principal import KafkaPrincipal, sasl_principal
 from zkafka.security.scram import MECHANISMS, ScramCredential
 
@@ -102,6 +103,11 @@ class PlainServer(SaslServer):
     def __init__(self, users: Mapping[str, str]) -> None:
         super().__init__()
         self._users = users
+
+    @classmethod
+    def from_jaas(cls, jaas_config: str) -> PlainServer:
+        """From a listener's `sasl.jaas.config`: a PlainLoginModule and its `user_<name>` options."""
+        return cls(plain_users(single_login_module(jaas_config, PLAIN_LOGIN_MODULE)))
 
     def _evaluate(self, token: bytes) -> SaslStep:
         try:
