@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zkafka.security.jaas import (
     PLAIN_LOGIN_MODULE,
@@ -93,3 +95,17 @@ def test_listener_jaas_config_key() -> None:
     assert listener_jaas_config(config, "SASL_SSL", "SCRAM-SHA-512") == "a.B required;"
     assert listener_jaas_config(config, "SASL_PLAINTEXT", "PLAIN") == "c.D required;"
     assert listener_jaas_config({}, "X", "PLAIN") is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*"ab.=;\"'\\/*{} \n_", "required", "user_x", "//", "/*", "*/", "é"]), max_size=40
+    ).map("".join)
+)
+def test_only_jaas_errors_escape(text: str) -> None:
+    for parse in (parse_jaas_config, parse_jaas_file):
+        try:
+            parse(text)
+        except JaasConfigError:
+            pass

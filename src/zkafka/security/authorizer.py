@@ -22,6 +22,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Protocol
 
 from zkafka.security.principal import KafkaPrincipal, parse_principal
 from zkafka.zk.acls import (
@@ -41,6 +42,7 @@ __all__ = [
     "SUPER_USERS",
     "AclAuthorizer",
     "AclSnapshot",
+    "AclSource",
     "Action",
     "AuthorizationResult",
     "RequestInfo",
@@ -178,24 +180,30 @@ def parse_super_users(text: str | None) -> frozenset[KafkaPrincipal]:
     return frozenset(parse_principal(p.strip()) for p in text.split(";") if p.strip())
 
 
+class AclSource(Protocol):
+    """Anything holding the current snapshot (AclCache)."""
+
+    @property
+    def snapshot(self) -> AclSnapshot: ...
+
+
 class AclAuthorizer:
-    """Decides from the snapshot `acls()` returns at the start of each decision (the cache's current
-    one); holds no lock and does no I/O."""
+    """Decides from one snapshot per request: a fixed AclSnapshot, or the one an AclSource (the cache)
+    holds when the request starts. Holds no lock and does no I/O."""
 
     def __init__(
         self,
-        acls: AclSnapshot | object,
+        acls: AclSnapshot | AclSource,
         *,
         super_users: Iterable[KafkaPrincipal] = (),
         allow_everyone_if_no_acl_found: bool = False,
     ) -> None:
-        """`acls` is an AclSnapshot or anything with a `snapshot` attribute holding one (AclCache)."""
         self._source = acls
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
 
     @classmethod
-    def from_config(cls, config: Mapping[str, str], acls: AclSnapshot | object) -> AclAuthorizer:
+    def from_config(cls, config: Mapping[str, str], acls: AclSnapshot | AclSource) -> AclAuthorizer:
         allow = str(config.get(ALLOW_EVERYONE_IF_NO_ACL_FOUND, "false")).strip().lower()
         if allow not in ("true", "false"):
             raise ValueError(f"{ALLOW_EVERYONE_IF_NO_ACL_FOUND} must be true or false, got {allow!r}")
@@ -208,7 +216,7 @@ class AclAuthorizer:
     @property
     def snapshot(self) -> AclSnapshot:
         source = self._source
-        return source if isinstance(source, AclSnapshot) else source.snapshot  # type: ignore[attr-defined]
+        return source if isinstance(source, AclSnapshot) else source.snapshot
 
     def is_super_user(self, principal: KafkaPrincipal) -> bool:
         return principal in self.super_users

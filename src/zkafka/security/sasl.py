@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from scramp import ScramException, ScramMechanism
+from scramp.utils import ServerError
 
 from zkafka.security.jaas import PLAIN_LOGIN_MODULE, plain_users, single_login_module
 from zkafka.security.principal import KafkaPrincipal, sasl_principal
@@ -193,10 +194,10 @@ class ScramServer(SaslServer):
             self._server.set_client_final(text)
             final = self._server.get_server_final()
         except ScramException as e:
-            message = str(e.args[0]) if e.args else ""
-            if "client keys don't match" in message or "proof" in message.lower():
+            if e.server_error is ServerError.INVALID_PROOF:  # a wrong password, as Kafka words it
                 return self._fail(SCRAM_INVALID_CREDENTIALS)
-            return self._fail(f"Invalid {self.mechanism} client-final message: {message or 'malformed'}")
+            message = str(e.args[0]) if e.args else "malformed"
+            return self._fail(f"Invalid {self.mechanism} client-final message: {message}")
         if self._server.error is not None or self._username is None:
             return self._fail(SCRAM_INVALID_CREDENTIALS)
         self.principal = sasl_principal(self._username)
