@@ -86,3 +86,23 @@ def test_entry_filters() -> None:
         format_entry(entry)
         == "(principal=User:a, host=10.0.0.1, operation=CLUSTER_ACTION, permissionType=DENY)"
     )
+
+
+def test_matching_bindings_from_a_snapshot() -> None:
+    from zkafka.security.acl_filters import AclBindingFilter, matching_bindings
+    from zkafka.security.authorizer import AclSnapshot
+
+    read = AclEntry("User:a", AclPermissionType.ALLOW, AclOperation.READ, "*")
+    write = AclEntry("User:b", AclPermissionType.ALLOW, AclOperation.WRITE, "*")
+    snapshot = AclSnapshot(
+        {
+            ResourcePattern(ResourceType.TOPIC, "t"): {read, write},
+            ResourcePattern(ResourceType.TOPIC, "t", PatternType.PREFIXED): {read},
+        }
+    )
+    everything = AclBindingFilter(ResourcePatternFilter(None, None, PatternTypeFilter.ANY))
+    assert len(matching_bindings(snapshot, everything)) == 3
+    only_b = AclBindingFilter(
+        ResourcePatternFilter(None, None, PatternTypeFilter.ANY), AclEntryFilter(principal="User:b")
+    )
+    assert matching_bindings(snapshot, only_b) == [(ResourcePattern(ResourceType.TOPIC, "t"), write)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from zkafka.security.authorizer import AclSnapshot
 from zkafka.zk.acls import (
     WILDCARD,
     AclEntry,
@@ -28,6 +29,7 @@ __all__ = [
     "ResourcePatternFilter",
     "format_entry",
     "format_pattern",
+    "matching_bindings",
 ]
 
 
@@ -139,4 +141,19 @@ def format_entry(entry: AclEntry) -> str:
     return (
         f"(principal={entry.principal}, host={entry.host}, operation={entry.operation.enum_name}, "
         f"permissionType={entry.permission_type.enum_name})"
+    )
+
+
+def matching_bindings(
+    snapshot: AclSnapshot, binding_filter: AclBindingFilter
+) -> list[tuple[ResourcePattern, AclEntry]]:
+    """The cached ACLs a filter matches (Kafka's `AclAuthorizer.acls(filter)`, what DescribeAcls answers
+    from), in a stable order."""
+    out = []
+    for pattern, acls in snapshot.items():
+        if binding_filter.pattern.matches(pattern):
+            out.extend((pattern, a) for a in acls if binding_filter.entry.matches(a))
+    return sorted(
+        out,
+        key=lambda b: (b[0].resource_type.pascal, b[0].pattern_type.value, b[0].name, format_entry(b[1])),
     )
