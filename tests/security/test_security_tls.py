@@ -239,6 +239,8 @@ def test_configuration_errors(pki: dict[str, str], overrides: dict[str, str], me
     with pytest.raises(SslConfigError, match=message) as info:
         server_ssl_context(config)
     assert "wrong-pw" not in str(info.value) and "key-pw" not in str(info.value)
+    with pytest.raises(SslConfigError, match=r"need ssl\.keystore\.type=PEM"):
+        server_ssl_context({"ssl.keystore.key": "x", "ssl.keystore.certificate.chain": "y"})
     with pytest.raises(SslConfigError, match="needs a keystore"):
         server_ssl_context({})
     with pytest.raises(SslConfigError, match="must be https or empty"):

@@ -117,6 +117,8 @@ def _keystore(config: Mapping[str, str]) -> _KeyMaterial | None:
     key_password = _get(config, "ssl.key.password")
     if location is None and inline_key is None and inline_chain is None:
         return None
+    if (inline_key or inline_chain) and store_type != "PEM":
+        raise SslConfigError("ssl.keystore.key and ssl.keystore.certificate.chain need ssl.keystore.type=PEM")
     if store_type == "PEM":
         if password is not None:
             raise SslConfigError(
@@ -168,6 +170,8 @@ def _trusted_pem(config: Mapping[str, str]) -> str | None:
     password = _get(config, "ssl.truststore.password")
     if location is None and inline is None:
         return None
+    if inline is not None and store_type != "PEM":
+        raise SslConfigError("ssl.truststore.certificates needs ssl.truststore.type=PEM")
     if store_type == "PEM":
         if password is not None:
             raise SslConfigError("ssl.truststore.password cannot be set with ssl.truststore.type=PEM")
