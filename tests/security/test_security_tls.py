@@ -154,16 +154,13 @@ def test_requested_client_auth_without_a_certificate_is_anonymous(pki: dict[str,
 
 def test_required_client_auth_refuses_a_client_without_certificate(pki: dict[str, str]) -> None:
     server = server_ssl_context(server_config(pki, "required"))
-    with pytest.raises((ssl.SSLError, ConnectionError, asyncio.IncompleteReadError)):
-        got = run(
-            handshake(
-                server,
-                client_ssl_context(client_config(pki, with_cert=False)),
-                SslPrincipalMapper.from_rules(None),
-            )
-        )
-        assert got == ""  # TLS 1.3: the refusal may only show as the server closing
-        raise ConnectionError("closed without a principal")
+    client = client_ssl_context(client_config(pki, with_cert=False))
+    try:
+        got = run(handshake(server, client, SslPrincipalMapper.from_rules(None)))
+    except (ssl.SSLError, ConnectionError, asyncio.IncompleteReadError):
+        return  # refused during the handshake
+    # With TLS 1.3 the client may finish its side first; the server then closes without an answer.
+    assert got == "", f"a client without a certificate got principal {got!r}"
 
 
 def test_keystore_formats(pki: dict[str, str]) -> None:
