@@ -240,3 +240,26 @@ def test_kafka_python_plain_client_and_jaas() -> None:
     assert server.principal == KafkaPrincipal("User", "alice")
     bad = SaslMechanismPlain(sasl_plain_username="alice", sasl_plain_password="admin-secret")
     assert PlainServer.from_jaas(jaas).evaluate(bad.auth_bytes()).failed
+
+
+def test_passwords_are_used_raw_like_kafka_clients() -> None:
+    """A password SASLprep would change (a no-break space becomes a space): the credential is derived
+    from the raw UTF-8 bytes, as Kafka's tools derive it and as kafka-python (like the Java client and
+    librdkafka) answers, so that client logs in."""
+    from kafka.net.sasl.scram import SaslMechanismScram
+
+    password = "pass\u00a0word"
+    creds = {("SCRAM-SHA-256", "alice"): make_credential("SCRAM-SHA-256", password, 4096)}
+    server = ScramServer("SCRAM-SHA-256", lookup_for(creds))
+    client = SaslMechanismScram(
+        sasl_plain_username="alice", sasl_plain_password=password, sasl_mechanism="SCRAM-SHA-256"
+    )
+    while not client.is_done():
+        step = server.evaluate(client.auth_bytes())
+        assert not step.failed, step.error
+        client.receive(step.response)
+    assert server.complete
+    prepped = ScramMechanism("SCRAM-SHA-256").make_auth_info(
+        password, 4096, salt=creds[("SCRAM-SHA-256", "alice")].salt
+    )
+    assert prepped[1] != creds[("SCRAM-SHA-256", "alice")].stored_key  # scramp's make_auth_info would differ

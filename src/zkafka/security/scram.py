@@ -14,12 +14,16 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import logging
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from scramp.utils import h as scram_h
+from scramp.utils import hi as scram_hi
+from scramp.utils import hmac as scram_hmac
 
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType
@@ -56,13 +60,13 @@ class ScramCredentialError(ValueError):
 @dataclass(frozen=True, slots=True)
 class ScramMechanismInfo:
     name: str
-    hash_name: str
+    hash_function: Callable[..., Any]
     min_iterations: int
 
 
 MECHANISMS: dict[str, ScramMechanismInfo] = {
-    "SCRAM-SHA-256": ScramMechanismInfo("SCRAM-SHA-256", "sha256", 4096),
-    "SCRAM-SHA-512": ScramMechanismInfo("SCRAM-SHA-512", "sha512", 4096),
+    "SCRAM-SHA-256": ScramMechanismInfo("SCRAM-SHA-256", hashlib.sha256, 4096),
+    "SCRAM-SHA-512": ScramMechanismInfo("SCRAM-SHA-512", hashlib.sha512, 4096),
 }
 DEFAULT_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
@@ -127,13 +131,14 @@ class ScramCredential:
 def make_credential(
     mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
 ) -> ScramCredential:
-    """Derive salt/StoredKey/ServerKey from a password (RFC 5802: SaltedPassword = Hi(password, salt, i),
-    Hi being PBKDF2-HMAC).
+    """Derive salt/StoredKey/ServerKey from a password with scramp's RFC 5802 primitives:
+    SaltedPassword = Hi(password, salt, i), StoredKey = H(HMAC(SaltedPassword, "Client Key")),
+    ServerKey = HMAC(SaltedPassword, "Server Key").
 
-    The password's UTF-8 bytes are used as they are, like Kafka's ScramFormatter and the Java and
-    librdkafka clients, not SASLprep-normalised as scramp's `make_auth_info` does: for a password that
-    SASLprep would change, only the raw bytes give keys those clients can log in with. (For every other
-    password the two agree; tests/security check that against scramp.)"""
+    The password's UTF-8 bytes go in as they are, like Kafka's ScramFormatter and the Java and
+    librdkafka clients do, rather than through scramp's `make_auth_info`, which SASLprep-normalises the
+    password first: for a password SASLprep would change, only the raw bytes give keys those clients can
+    log in with. (For every other password the two agree; tests/security check that against scramp.)"""
     info = mechanism_info(mechanism)
     if not isinstance(iterations, int) or not info.min_iterations <= iterations <= MAX_ITERATIONS:
         raise ScramCredentialError(
@@ -143,10 +148,10 @@ def make_credential(
     if not isinstance(password, str) or not password:
         raise ScramCredentialError("the SCRAM password must be a non-empty string")
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
-    salted = hashlib.pbkdf2_hmac(info.hash_name, password.encode("utf-8"), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", info.hash_name)
-    stored_key = hashlib.new(info.hash_name, client_key).digest()
-    server_key = hmac.digest(salted, b"Server Key", info.hash_name)
+    hf = info.hash_function
+    salted = scram_hi(hf, password.encode("utf-8"), salt, iterations)
+    stored_key = scram_h(hf, scram_hmac(hf, salted, b"Client Key"))
+    server_key = scram_hmac(hf, salted, b"Server Key")
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 
