@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from zkafka.security.acl_filters import AclBindingFilter, ResourcePatternFilter
+from zkafka.security.acl_filters import AclBindingFilter
 from zkafka.security.principal import parse_principal
 from zkafka.zk.acls import AclEntry, PatternType, ResourcePattern
 from zkafka.zk.client import KafkaZkClient
@@ -94,7 +94,3 @@ def delete_acls(zk: KafkaZkClient, filters: Sequence[AclBindingFilter]) -> list[
 
 def _order(pattern: ResourcePattern) -> tuple[str, str, str]:
     return pattern.resource_type.pascal, pattern.pattern_type.value, pattern.name
-
-
-# A filter matching every ACL (what `--list` without a resource uses).
-ANY_RESOURCE = ResourcePatternFilter(None, None)
