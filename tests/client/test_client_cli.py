@@ -13,8 +13,8 @@ import pytest
 from client_helpers import local_cluster, topic_name, zkafka_cli
 
 from zkafka.client import partition_for_key
-from zkafka.server.launcher import LocalCluster, _alive
-from zkafka.zk.server import ZooKeeperServer, free_port
+from zkafka.local.launcher import LocalCluster, _alive
+from zkafka.local.zookeeper import ZooKeeperServer, free_port
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pytest
 from client_helpers import local_cluster, topic_name, zkafka_cli
 from kazoo.client import KazooClient
 
-from zkafka.server.launcher import LocalCluster
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 
 BROKERS = (1, 2, 3)
 

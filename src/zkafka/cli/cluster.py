@@ -22,7 +22,7 @@ from typing import Any
 from zkafka.cli.errors import CliError
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
-from zkafka.server.launcher import EMBEDDED, ClusterError, LocalCluster
+from zkafka.local.launcher import EMBEDDED, ClusterError, LocalCluster
 
 DEFAULT_DIR = Path(".zkafka/cluster")
 

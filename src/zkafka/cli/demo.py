@@ -86,7 +86,7 @@ async def _produce(bootstrap: str, n: int) -> list:
 def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     from zkafka.client.sync import SyncConsumer
     from zkafka.client.types import TopicPartition
-    from zkafka.server.launcher import LocalCluster
+    from zkafka.local.launcher import LocalCluster
 
     cluster = LocalCluster.load(directory)
     bootstrap = cluster.bootstrap_servers

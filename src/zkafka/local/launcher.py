@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
-from zkafka.zk.server import four_letter_word, free_port
+from zkafka.local.zookeeper import four_letter_word, free_port
 
 STATE_FILE = "cluster.json"
 EMBEDDED = "embedded"
