@@ -7,8 +7,10 @@
 
 Everything lives under `--dir` (default ./.zkafka/cluster): each broker's server.properties, log
 directory and server.log, the embedded ZooKeeper's data, and cluster.json, which records ports
-and pids so that `status` and `down` (later, other processes) find them. `up` on a directory
-whose cluster is stopped starts it again with the same data.
+and pids so that `status` and `down` find them, and the other tools too: without
+`--bootstrap-server`/`--zookeeper` they use the cluster running in `--cluster-dir` (the same default,
+see `zkafka.cli.target`). `up` on a directory whose cluster is stopped starts it again with the
+same data. `up` prints its progress on stderr and its result (the addresses) on stdout.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.output import console, quiet_libraries
+from zkafka.cli.output import console, print_table, quiet_libraries
 from zkafka.cli.target import DEFAULT_CLUSTER_DIR, load_local_cluster
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
@@ -221,7 +223,7 @@ def _print_status(report: dict[str, Any]) -> None:
             "yes" if reg else "[red]no[/red]",
             "controller" if controller.get("id") == b["id"] else "",
         )
-    out.print(brokers)
+    print_table(out, brokers)
     if "zookeeper_error" in report:
         out.print(f"[red]cannot read ZooKeeper: {report['zookeeper_error']}[/red]")
         return
@@ -240,7 +242,7 @@ def _print_status(report: dict[str, Any]) -> None:
                 ",".join(map(str, part["replicas"])),
                 f"[yellow]{isr}[/yellow]" if under else isr,
             )
-    out.print(topics)
+    print_table(out, topics)
 
 
 # -- down ----------------------------------------------------------------------------------------

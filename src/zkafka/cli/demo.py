@@ -25,7 +25,7 @@ from rich.table import Table
 
 from zkafka.cli.errors import CliError
 from zkafka.cli.output import console as make_console
-from zkafka.cli.output import heading
+from zkafka.cli.output import heading, print_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,7 +34,7 @@ TOPIC = "demo-events"
 PARTITIONS = 6
 RECORDS = 30_000
 USERS = 100
-TREE_CHILDREN = 10
+TREE_CHILDREN = 20
 """The ZooKeeper tree shows up to this many children of a znode (the topic's 6 partitions); more
 (`__consumer_offsets`' 50) are one line with their count."""
 
@@ -149,8 +149,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     keys_per_partition: dict[int, set[bytes]] = {}
     for r in got:
         keys_per_partition.setdefault(r.partition, set()).add(r.key)
-    console.print(f"{TOPIC}: records per partition (a key always lands in one partition)")
-    table = Table()
+    table = Table(title=f"{TOPIC}: records per partition (a key always lands in one partition)")
     for col in ("partition", "records", "distinct keys", "first offset", "last offset"):
         table.add_column(col, justify="right")
     for p in range(PARTITIONS):
@@ -163,7 +162,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
             str(max(offsets, default="-")),
         )
     table.add_row("total", f"{len(got):,}", str(len({r.key for r in got})), "", "")
-    console.print(table)
+    print_table(console, table)
     sent = {(m.partition, m.offset) for m in metas}
     received = {(r.partition, r.offset) for r in got}
     verdict = "every acknowledged record was read back" if sent <= received else "MISSING RECORDS"
@@ -188,8 +187,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     heading(console, "4. one partition's log directory on broker 1 (Kafka's layout)")
     broker1 = Path(cluster.brokers[min(cluster.brokers)].directory) / "logs"
     part_dir = next(iter(sorted(broker1.glob(f"{TOPIC}-*"))), None)
-    console.out(str(part_dir))
-    files = Table()
+    files = Table(title=str(part_dir))
     files.add_column("file")
     files.add_column("bytes", justify="right")
     for f in sorted(part_dir.iterdir()) if part_dir else []:
@@ -197,7 +195,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     for f in sorted(broker1.iterdir()):
         if f.is_file():
             files.add_row(f"../{f.name}", f"{f.stat().st_size:,}")
-    console.print(files)
+    print_table(console, files)
 
     heading(console, "5. consumer groups: the broker's coordinator and the seeds' ZooKeeper consumer")
     half = (args.records + 1) // 2

@@ -6,6 +6,10 @@ namespace and returning an exit code. Adding a command means adding its name and
 COMMANDS. Only the module of the command being run is imported (Spark, rich and the client stack
 are not loaded to print `--help` of one command or to start a broker); `zkafka --help` loads them
 all to list every command with its own help line.
+
+Before a command runs, `zkafka.cli.target.fill_from_local_cluster` gives a tool that was named no
+cluster the running `zkafka cluster up` cluster's address. A flag a command does not know is
+answered with that (sub)command's own usage, not the top level's.
 """
 
 from __future__ import annotations

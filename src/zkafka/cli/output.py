@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 UNWRAPPED_WIDTH = 4096
 """The width of a console that is not a terminal: wider than any table or line we print."""
@@ -53,6 +54,15 @@ def heading(out: Console, title: str) -> None:
     from rich.rule import Rule
 
     out.print(Rule(title), width=None if out.is_terminal else RULE_WIDTH)
+
+
+def print_table(out: Console, table: Table) -> None:
+    """Print `table`; not on a terminal, its title goes on a line of its own first (rich would wrap
+    a title longer than the table to the table's width)."""
+    if not out.is_terminal and table.title is not None:
+        out.out(str(table.title))
+        table.title = None
+    out.print(table)
 
 
 def quiet_libraries() -> None:
