@@ -11,7 +11,8 @@ are used, so
     zkafka console-consumer --topic t --from-beginning
 
 needs no port copied. With no such cluster running the command stops with one line saying what to
-pass. This module is the only place that reads a local cluster's address for a tool.
+pass. This module is the only place that reads a local cluster's address for a tool, and
+`open_zookeeper` the one way an admin tool opens its `--zookeeper` session.
 """
 
 from __future__ import annotations
