@@ -9,7 +9,10 @@ runs the commands: `python -m zkafka.cli.main ...` processes with stdout and std
 * `topics --zookeeper` works on ZooKeeper directly, as kafka-topics.sh --zookeeper did;
 * console-consumer ends alike on SIGTERM and SIGINT;
 * piped output is neither wrapped at 80 columns nor coloured, results on stdout, progress on
-  stderr.
+  stderr (`make run`'s demo, with the Spark pipeline: tests/spark/test_spark_demo.py).
+
+The tests on a running cluster start it with `zkafka cluster up` (embedded ZooKeeper) and carry the
+`cluster` marker themselves; the others need no cluster.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ def recorded(home: Path) -> LocalCluster:
 # -- item 10: the tools find the local cluster -------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_tools_use_the_running_local_cluster_without_addresses(home: Path, tmp_path: Path) -> None:
     name = topic_name("local")
     assert ok(zkafka("topics", "--create", "--topic", name, "--partitions", "2", "--replication-factor", "2",
@@ -184,6 +188,7 @@ def test_a_bad_flag_shows_the_commands_own_usage(words: list[str], tmp_path: Pat
     assert "--no-such-flag" in error or "required" in error, stderr
 
 
+@pytest.mark.cluster
 def test_topics_through_zookeeper_as_kafka_topics_did(home: Path) -> None:
     cluster = recorded(home)
     z = ("--zookeeper", cluster.zookeeper_connect)
@@ -247,6 +252,7 @@ def test_topics_through_zookeeper_as_kafka_topics_did(home: Path) -> None:
     assert name not in ok(zkafka("topics", "--list", cwd=home)).split()
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_console_consumer_ends_alike_on_sigterm_and_sigint(home: Path, sig: signal.Signals) -> None:
     name = topic_name("sig")
@@ -289,6 +295,7 @@ def test_console_consumer_ends_alike_on_sigterm_and_sigint(home: Path, sig: sign
 # -- item 8: piped output ----------------------------------------------------------------------------
 
 
+@pytest.mark.cluster
 def test_piped_tables_are_neither_wrapped_nor_coloured(home: Path) -> None:
     name = "wide-" + "x" * 120  # a table row far wider than 80 columns
     ok(
