@@ -109,10 +109,13 @@ def local_cluster(directory: Path) -> LocalTarget:
     """The addresses of the cluster `zkafka cluster up` recorded in `directory`, as far as it runs."""
     cluster = load_local_cluster(directory)
     live = [b for b in sorted(cluster.brokers) if cluster.broker_alive(b)]
+    # an external ZooKeeper (`cluster up --zookeeper`) outlives the cluster: it is named as recorded
+    # and the tool reports it if it does not answer (it may not answer `ruok` even when it runs)
+    zookeeper_running = not cluster.zookeeper_embedded or cluster.zookeeper_alive()
     return LocalTarget(
         directory,
         ",".join(cluster.brokers[b].bootstrap for b in live),
-        cluster.zookeeper_connect if cluster.zookeeper_alive() else "",
+        cluster.zookeeper_connect if zookeeper_running else "",
     )
 
 
