@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from zkafka.local.launcher import LocalCluster
-from zkafka.testing.cluster import running_cluster
 from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.testing.cluster import running_cluster
 
 SARAMA = Path("/usr/share/gocode/src/github.com/Shopify/sarama")
 PROGRAM = Path(__file__).parent / "sarama_check"
