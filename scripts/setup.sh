@@ -8,14 +8,16 @@ VENV=.venv
 STAMP=$VENV/.installed
 
 # Debian packages: the ZooKeeper server (required), and kcat (a librdkafka client), Burrow (LinkedIn's
-# lag monitor) and Go with segmentio/kafka-go (whose own test suite runs against a broker), third-party
-# clients and tools the tests drive against the cluster.
+# lag monitor) and Go with segmentio/kafka-go (whose own test suite runs against a broker) and
+# Shopify/sarama (driven by tests/interop/sarama_check), third-party clients and tools the tests drive
+# against the cluster.
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] && [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ -x /usr/bin/Burrow ] || missing+=(burrow)
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || missing+=(golang-github-segmentio-kafka-go-dev)
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" != 0 ]; then

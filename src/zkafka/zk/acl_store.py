@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from zkafka.zk.acls import AclEntry, PatternType, ResourcePattern, ResourceType
-from zkafka.zk.errors import ZkError
+from zkafka.zk.bad_znodes import BadZNodes
+from zkafka.zk.errors import ZkError, ZNodeDataError
 from zkafka.zk.model import UNKNOWN_VERSION, DelegationTokenInfo
 from zkafka.zk.session import ZkSession
 from zkafka.zk.znodes import (
@@ -32,7 +34,7 @@ from zkafka.zk.znodes import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AclStoreMixin", "VersionedAcls"]
+__all__ = ["NO_ACLS_INSTEAD", "AclStoreMixin", "VersionedAcls"]
 
 
 class VersionedAcls(NamedTuple):
@@ -41,8 +43,13 @@ class VersionedAcls(NamedTuple):
     """UNKNOWN_VERSION when the resource has no ACL znode."""
 
 
+NO_ACLS_INSTEAD = "treating the resource as having no ACLs"
+
+
 class AclStoreMixin(ZkSession):
     ACL_UPDATE_MAX_ATTEMPTS = 10
+    bad_znodes: BadZNodes
+    """Set by KafkaZkClient; the lenient reads below report undecodable ACL znodes there."""
 
     def create_acl_paths(self) -> None:
         """Every ACL store root, resource-type directory and change queue (authorizer startup)."""
@@ -59,6 +66,44 @@ class AclStoreMixin(ZkSession):
             return VersionedAcls(frozenset(), UNKNOWN_VERSION)
         data, stat = found
         return VersionedAcls(AclZNodes.decode(data, path), stat.version)
+
+    def get_acls_lenient(self, pattern: ResourcePattern) -> VersionedAcls:
+        """Like `get_versioned_acls`, but an ACL znode whose data does not decode is reported once to
+        `bad_znodes` and read as no ACLs (with its real zkVersion, so a rewrite can replace it): one bad
+        znode must not stop an authorizer from loading or following every other resource."""
+        path = AclZNodes.path(pattern)
+        found = self.get_data(path)
+        return self._decode_lenient(path, found)
+
+    def get_all_acls_lenient(self) -> dict[ResourcePattern, VersionedAcls]:
+        """Every resource with an ACL znode in both stores, read in pipelined batches (authorizer start)."""
+        patterns: dict[str, ResourcePattern] = {}
+        for pattern_type in PatternType:
+            for resource_type in ResourceType:
+                for name in self.get_acl_resource_names(pattern_type, resource_type):
+                    pattern = ResourcePattern(resource_type, name, pattern_type)
+                    try:
+                        patterns[AclZNodes.path(pattern)] = pattern
+                    except ValueError:  # a child name no path can be built for: nothing to read
+                        continue
+        found = self.get_data_many(list(patterns))
+        out = {}
+        for path, entry in found.items():
+            if entry is not None:
+                out[patterns[path]] = self._decode_lenient(path, entry)
+        return out
+
+    def _decode_lenient(self, path: str, found: tuple[bytes, ZnodeStat] | None) -> VersionedAcls:
+        if found is None:
+            return VersionedAcls(frozenset(), UNKNOWN_VERSION)
+        data, stat = found
+        try:
+            acls = AclZNodes.decode(data, path)
+        except (ZNodeDataError, ValueError, TypeError, KeyError, AttributeError) as e:
+            self.bad_znodes.report(e, path, data, stat, NO_ACLS_INSTEAD)
+            return VersionedAcls(frozenset(), stat.version)
+        self.bad_znodes.cleared(path)
+        return VersionedAcls(acls, stat.version)
 
     def create_acls_for_resource_if_not_exists(
         self, pattern: ResourcePattern, acls: Iterable[AclEntry]
@@ -97,7 +142,9 @@ class AclStoreMixin(ZkSession):
         Returns the ACLs now stored. Raises ZkError if the write keeps conflicting.
         """
         for attempt in range(self.ACL_UPDATE_MAX_ATTEMPTS):
-            current = self.get_versioned_acls(pattern)
+            # Lenient: a znode whose data does not decode counts as no ACLs (as the authorizer reads
+            # it), so an update replaces it instead of failing forever.
+            current = self.get_acls_lenient(pattern)
             new = frozenset(update(current.acls))
             if new == current.acls:
                 return new
