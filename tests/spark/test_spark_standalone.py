@@ -66,7 +66,9 @@ def read_topic(bootstrap: str, topic: str, partitions: int, expected: int) -> li
     records: list[Any] = []
     with SyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
-        wait_until(lambda: len(records) >= expected or bool(records.extend(consumer.poll(500))), 30, "records")
+        wait_until(
+            lambda: len(records) >= expected or bool(records.extend(consumer.poll(500))), 30, "records"
+        )
     return [(r.key, r.value) for r in records]
 
 
@@ -145,8 +147,10 @@ def test_worker_killed_mid_stream_recovers_exactly_once(
     try:
         commits = checkpoint / "commits"
         wait_until(
-            lambda: driver.poll() is not None
-            or (commits.is_dir() and len([p for p in commits.iterdir() if p.name.isdigit()]) >= 3),
+            lambda: (
+                driver.poll() is not None
+                or (commits.is_dir() and len([p for p in commits.iterdir() if p.name.isdigit()]) >= 3)
+            ),
             150,
             "3 committed micro-batches",
         )
