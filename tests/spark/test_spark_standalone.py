@@ -173,3 +173,31 @@ def test_worker_killed_mid_stream_recovers_exactly_once(
     assert 1 in set().union(*(by_batch[b] for b in range(killed_after))), "worker 1 ran tasks before"
     # every batch planned after the kill ran on the surviving worker alone
     assert all(by_batch[b] == {0} for b in range(killed_after + 1, records // 200))
+
+
+@pytest.mark.timeout(240)
+def test_pipeline_run_on_the_standalone_cluster(
+    spark_standalone: StandaloneCluster, three_brokers: LocalCluster, tmp_path: Path
+) -> None:
+    """`zkafka pipeline run --master spark://...`: the clickstream pipeline's own checks hold."""
+    command = [sys.executable, "-m", "zkafka.cli.pipeline", "run", "--events", "2000"]
+    command += [
+        "--bootstrap-server",
+        three_brokers.bootstrap_servers,
+        "--master",
+        spark_standalone.master_url,
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source_root(), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=200)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    report = out.decode(errors="replace")
+    assert proc.returncode == 0, report
+    assert f"Spark session on {spark_standalone.master_url}" in report
+    assert "FAIL" not in report and report.count("OK ") >= 3, report
