@@ -6,6 +6,7 @@ which worker ran each task.
 
     python spark_cluster_driver.py jobs   ARGS_JSON   batch read, AvailableNow read to Parquet, batch write
     python spark_cluster_driver.py stream ARGS_JSON   AvailableNow read to Parquet in small batches
+    python spark_cluster_driver.py ship   ARGS_JSON   `jobs`, and where the executors found zkafka
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from zkafka.spark.session import local_session
@@ -80,12 +82,21 @@ def jobs(spark: Any, args: dict[str, Any]) -> dict[str, Any]:
     return {"batch": [r.asDict() for r in batch.collect()], "stream": streamed}
 
 
+def interpreter(_: Any) -> Iterator[tuple[str, str]]:
+    import zkafka
+
+    yield sys.prefix, zkafka.__file__
+
+
 def main(mode: str, raw: str) -> None:
     args = json.loads(raw)
     spark = local_session(f"zkafka-cluster-{mode}", master=args["master"], conf=args["conf"])
     try:
         if mode == "jobs":
             result = jobs(spark, args)
+        elif mode == "ship":
+            probe = spark.sparkContext.parallelize(range(8), 8).mapPartitions(interpreter)
+            result = {**jobs(spark, args), "executors": sorted(set(probe.collect()))}
         elif mode == "stream":
             result = {"stream": stream_to_parquet(spark, args, args["output"], args["checkpoint"])}
         else:

@@ -97,6 +97,9 @@ class StandaloneCluster:
     worker_cores: int = 1
     worker_memory: str = "1g"
     daemon_memory: str = "256m"
+    worker_env: dict[str, str | None] = field(default_factory=dict)
+    """Changes to the workers' (and so their executors') environment, None removing a variable: a
+    test gives the workers another interpreter (PATH) without this checkout on PYTHONPATH."""
     master: Daemon | None = None
     workers: list[Daemon] = field(default_factory=list)
 
@@ -105,7 +108,7 @@ class StandaloneCluster:
         assert self.master is not None
         return f"spark://{LOOPBACK}:{self.master.port}"
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, worker: bool = False) -> dict[str, str]:
         env = dict(os.environ)
         # SPARK_LOCAL_IP binds every RPC endpoint and web UI of the daemons and of the executors
         # they start to loopback (the default is the address of the host name, eth0 here).
@@ -119,14 +122,20 @@ class StandaloneCluster:
             PYSPARK_PYTHON=sys.executable,
             PYTHONPATH=os.pathsep.join(p for p in (source_root(), env.get("PYTHONPATH", "")) if p),
         )
+        if worker:
+            for name, value in self.worker_env.items():
+                if value is None:
+                    env.pop(name, None)
+                else:
+                    env[name] = value
         return env
 
-    def _spawn(self, daemon: Daemon, main_class: str, *arguments: str) -> None:
+    def _spawn(self, daemon: Daemon, main_class: str, *arguments: str, worker: bool = False) -> None:
         daemon.directory.mkdir(parents=True, exist_ok=True)
         with daemon.log_path.open("ab") as log:
             daemon.process = subprocess.Popen(
                 [str(spark_home() / "bin" / "spark-class"), main_class, *arguments],
-                env=self.environment(),
+                env=self.environment(worker),
                 cwd=daemon.directory,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -167,6 +176,7 @@ class StandaloneCluster:
             "--memory", self.worker_memory,
             "--work-dir", str(worker.directory / "work"),
             self.master_url,
+            worker=True,
         )  # fmt: skip
         return worker
 
@@ -208,7 +218,6 @@ class StandaloneCluster:
             "spark.executor.memory": executor_memory,
             "spark.driver.memory": executor_memory,
             "spark.cores.max": str(self.worker_cores * len(self.workers)),
-            "spark.executorEnv.PYTHONPATH": self.environment()["PYTHONPATH"],
             "spark.executorEnv.SPARK_LOCAL_IP": LOOPBACK,
             # a task lost with its executor is re-run at once, not after a locality wait
             "spark.locality.wait": "0s",
@@ -222,11 +231,16 @@ class StandaloneCluster:
 
 @contextmanager
 def standalone_cluster(
-    directory: Path, workers: int = 2, *, worker_memory: str = "1g", timeout: float = 90.0
+    directory: Path,
+    workers: int = 2,
+    *,
+    worker_memory: str = "1g",
+    worker_env: dict[str, str | None] | None = None,
+    timeout: float = 90.0,
 ) -> Iterator[StandaloneCluster]:
     """A master and `workers` workers (1 core each), stopped (process groups killed) on exit, also
     when starting them failed."""
-    cluster = StandaloneCluster(Path(directory), worker_memory=worker_memory)
+    cluster = StandaloneCluster(Path(directory), worker_memory=worker_memory, worker_env=worker_env or {})
     try:
         cluster.start_master()
         assert cluster.master is not None
