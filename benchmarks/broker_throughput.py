@@ -39,8 +39,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from zkafka.local.zookeeper import ZooKeeperServer, free_port
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer, free_port
 
 CLK = os.sysconf("SC_CLK_TCK")
 

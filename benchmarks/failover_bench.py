@@ -34,9 +34,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
 from zkafka.zk.client import KafkaZkClient
-from zkafka.zk.server import ZooKeeperServer
 
 CLK = os.sysconf("SC_CLK_TCK")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")

@@ -214,8 +214,8 @@ def main() -> int:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zkafka-spark-bench-")))
         bootstrap = args.bootstrap_server
         if bootstrap is None:
+            from zkafka.local.zookeeper import ZooKeeperServer
             from zkafka.testing.cluster import running_cluster
-            from zkafka.zk.server import ZooKeeperServer
 
             zookeeper = ZooKeeperServer(data_dir=tmp / "zookeeper")
             zookeeper.start()

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import chrooted
-from zkafka.zk.server import ZooKeeperServer
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,7 +3,7 @@ import subprocess
 import sys
 import time
 
-from zkafka.zk.server import ZooKeeperServer, four_letter_word, free_port
+from zkafka.local.zookeeper import ZooKeeperServer, four_letter_word, free_port
 
 
 def test_fixture_server_answers(zookeeper_server: ZooKeeperServer) -> None:

@@ -28,9 +28,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table
 
 if __package__ in (None, ""):  # run as a script: make the `clickstream` package importable
@@ -38,7 +37,12 @@ if __package__ in (None, ""):  # run as a script: make the `clickstream` package
 
 from clickstream.events import PAGES, Totals, events_by_minute_and_page, generate, produce, totals_by_page
 from clickstream.jobs import batch_totals, read_stats_topic, start_streaming_jobs
+from zkafka.cli.output import console as make_console
+from zkafka.cli.output import print_table
 from zkafka.client.sync import SyncAdminClient
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PARTITIONS = 4
 
@@ -69,7 +73,7 @@ def run(
 ) -> PipelineResult:
     """Run the pipeline (in `spark`, or a session of its own on `master`: local[N] or a cluster's
     spark://host:port) and print what it found."""
-    console = console or Console()
+    console = console or make_console()  # the CLI's policy: piped output is not wrapped
     result = PipelineResult()
     run_id = uuid.uuid4().hex[:6]
     topic, stats_topic = f"clicks-{run_id}", f"page-stats-{run_id}"
@@ -149,7 +153,7 @@ def _report_windows(
     table.add_row("all windows", *map(str, per_page), str(sum(per_page)), style="bold")
     produced_per_page = [sum(n for (_, p), n in expected.items() if p == page) for page in PAGES]
     table.add_row("produced", *map(str, produced_per_page), str(sum(produced_per_page)), style="dim")
-    console.print(table)
+    print_table(console, table)
     result.checks["every window of the streaming job matches the produced events"] = got == dict(expected)
     stats = read_stats_topic(spark, client, stats_topic)
     from_topic = {(s["window"], s["page"]): s["events"] for s in stats}
@@ -189,7 +193,7 @@ def _report_batch(
         table.add_row(
             page, str(got[0]), str(got[1]), f"{got[2]:.2f}", str(want.events), f"{want.revenue:.2f}"
         )
-    console.print(table)
+    print_table(console, table)
     result.checks[f"batch job over the offset range read exactly the {len(in_range)} events placed there"] = (
         matches
     )

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS
 from zkafka.testing.zookeeper import chrooted
-from zkafka.zk.server import ZooKeeperServer
 
 T = TypeVar("T")
 ASYNC_TIMEOUT = 60.0

@@ -13,8 +13,8 @@ import pytest
 from client_helpers import local_cluster, topic_name, zkafka_cli
 
 from zkafka.client import partition_for_key
-from zkafka.server.launcher import LocalCluster, _alive
-from zkafka.zk.server import ZooKeeperServer, free_port
+from zkafka.local.launcher import LocalCluster, _alive
+from zkafka.local.zookeeper import ZooKeeperServer, free_port
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +230,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
     assert not any("clean shutdown: False" in text for text in logs)  # fresh brokers: nothing to recover
     assert not LocalCluster.load(directory).running()
     assert "not running" in ok(zkafka_cli("cluster", "down", "--dir", str(directory)))
-    assert "no cluster" in failed(zkafka_cli("cluster", "status", "--dir", str(tmp_path / "none")))
+    assert "no local cluster" in failed(zkafka_cli("cluster", "status", "--dir", str(tmp_path / "none")))
 
 
 def _recorded_pids(directory: Path) -> list[int]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from zkafka.zk.server import free_port
+from zkafka.local.zookeeper import free_port
 
 ZKAFKA = [sys.executable, "-m", "zkafka.cli.main"]
 

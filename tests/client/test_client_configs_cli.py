@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,8 +20,8 @@ import pytest
 from client_helpers import local_cluster, topic_name, zkafka_cli
 from kazoo.client import KazooClient
 
-from zkafka.server.launcher import LocalCluster
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 
 BROKERS = (1, 2, 3)
 
@@ -75,13 +76,25 @@ def configs(*args: str) -> subprocess.CompletedProcess[bytes]:
     return zkafka_cli("configs", *args)
 
 
+CONFIG_LINE = re.compile(
+    r"  (?P<name>[^=\s]+)=(?P<value>\S*) sensitive=(true|false) synonyms=\{(?P<synonyms>.*)\}"
+)
+
+
 def table(out: str) -> dict[str, tuple[str, ...]]:
-    """The rows of the rich table `--describe` prints: name -> (value, source, default)."""
+    """The configs `--describe` prints as kafka-configs' lines
+    (`  key=value sensitive=false synonyms={SOURCE:key=value, ...}`, after one title line per
+    entity): name -> (value, source, default), the source being the first synonym's and default
+    meaning it is DEFAULT_CONFIG."""
     rows = {}
     for line in out.splitlines():
-        cells = [c.strip() for c in line.strip().strip("│").split("│")]
-        if line.lstrip().startswith("│") and len(cells) == 4 and cells[0] != "Name":
-            rows[cells[0]] = tuple(cells[1:])
+        if not line.startswith("  "):
+            assert line.endswith(" are:"), line
+            continue
+        m = CONFIG_LINE.fullmatch(line)
+        assert m, line
+        source = m["synonyms"].split(":", 1)[0]
+        rows[m["name"]] = (m["value"], source, "yes" if source == "DEFAULT_CONFIG" else "no")
     return rows
 
 
@@ -163,7 +176,7 @@ def test_zookeeper_alter_writes_entity_and_v2_notification(
     base = ("--zookeeper", z, "--entity-type", "topics", "--entity-name", topic)
     before = notifications(kazoo)
     assert ok(configs(*base, "--alter", "--add-config", "retention.ms=23456,segment.ms=600000")) == (
-        f"Completed updating config for entity: topic '{topic}'.\n"
+        f"Completed updating config for topic {topic}.\n"
     )
     assert json.loads(kazoo.get(f"/config/topics/{topic}")[0]) == {
         "version": 1,
@@ -174,13 +187,18 @@ def test_zookeeper_alter_writes_entity_and_v2_notification(
     assert all(n.startswith("config_change_") and n[len("config_change_") :].isdigit() for n in new)
     wait_applied(cluster, topic, {"retention.ms": "23456", "segment.ms": "600000"})
 
-    assert table(ok(configs(*base, "--describe"))) == {
-        "retention.ms": ("23456", "DYNAMIC_TOPIC_CONFIG", "no"),
-        "segment.ms": ("600000", "DYNAMIC_TOPIC_CONFIG", "no"),
-    }
-    # the brokers agree with what was written to ZooKeeper
+    described = ok(configs(*base, "--describe"))
+    assert described == (
+        f"Dynamic configs for topic {topic} are:\n"
+        "  retention.ms=23456 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=23456}\n"
+        "  segment.ms=600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:segment.ms=600000}\n"
+    )
+    # the brokers agree with what was written to ZooKeeper, and say so in the same format (with
+    # the broker-level synonyms a broker knows of)
     via_brokers = ("--bootstrap-server", cluster.bootstrap_servers, *base[2:], "--describe")
-    assert table(ok(configs(*via_brokers)))["segment.ms"] == ("600000", "DYNAMIC_TOPIC_CONFIG", "no")
+    through_brokers = ok(configs(*via_brokers))
+    assert table(through_brokers) == table(described)
+    assert through_brokers.splitlines()[0] == described.splitlines()[0]
 
     ok(configs(*base, "--alter", "--delete-config", "segment.ms", "--add-config", "retention.ms=34567"))
     assert table(ok(configs(*base, "--describe"))) == {
@@ -221,9 +239,13 @@ def test_brokers_are_described_but_not_altered(cluster: LocalCluster) -> None:
     assert "only topics are supported" in failed(configs(*brokers, "--entity-default", "--describe"))
     zk_brokers = ("--zookeeper", cluster.zookeeper_connect, "--entity-type", "brokers")
     assert "only topics are supported" in failed(configs(*zk_brokers, "--entity-name", "1", "--describe"))
-    assert "only topics are supported" in failed(
-        configs("--bootstrap-server", b, "--entity-type", "users", "--entity-name", "u", "--describe")
-    )
+    # clients, users and ips are not offered: the usage of `configs` names what is
+    for kind in ("users", "clients", "ips"):
+        refused = configs("--bootstrap-server", b, "--entity-type", kind, "--entity-name", "u", "--describe")
+        assert refused.returncode == 2, refused
+        usage = refused.stderr.decode()
+        assert usage.startswith("usage: zkafka configs ")
+        assert "invalid choice: '" + kind + "' (choose from 'topics', 'brokers')" in usage
     # no dynamic broker configs: only the header without --all, the static ones with it
     out = ok(configs(*brokers, "--entity-name", "2", "--describe"))
     assert out == "Dynamic configs for broker 2 are:\n"

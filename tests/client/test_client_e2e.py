@@ -24,9 +24,9 @@ from zkafka.client import (
     partition_for_key,
 )
 from zkafka.client.sync import SyncAdminClient, SyncConsumer, SyncProducer
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode
-from zkafka.server.launcher import LocalCluster
-from zkafka.zk.server import ZooKeeperServer
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

@@ -10,8 +10,8 @@ import pytest
 from client_helpers import local_cluster, run, topic_name
 
 from zkafka.client import AdminClient, Consumer, Producer, TopicPartition
-from zkafka.server.launcher import LocalCluster
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

@@ -160,7 +160,7 @@ def test_producer_rejects_bad_records_before_any_io() -> None:
 
 def test_unreachable_bootstrap_fails_fast_with_a_clear_error() -> None:
     from zkafka.client import AdminClient, BrokerUnavailableError
-    from zkafka.zk.server import free_port
+    from zkafka.local.zookeeper import free_port
 
     async def main() -> None:
         async with AdminClient(f"127.0.0.1:{free_port()}") as admin:

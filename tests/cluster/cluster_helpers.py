@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.records.batch import iter_headers
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS, wait_until_ready
 from zkafka.testing.polling import wait_for
 from zkafka.testing.zookeeper import new_chroot
-from zkafka.zk.server import ZooKeeperServer
 
 T = TypeVar("T")
 

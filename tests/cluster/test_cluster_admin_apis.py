@@ -13,13 +13,13 @@ import pytest
 from cluster_helpers import Cluster, create_topic, metadata_isr, running, topic_name, wait_for, zkafka_cli
 
 from zkafka.client.admin import AdminClient
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
-from zkafka.zk.server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(150)
 

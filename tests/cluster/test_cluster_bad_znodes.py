@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from cluster_helpers import BackgroundProducer, Cluster, create_topic, running, topic_name, wait_for
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 GARBAGE = b"{not json"
 SETTLE_S = 4.0

@@ -20,9 +20,9 @@ from zkafka.cli.reassign import (
     parse_topics_to_move,
     propose_assignment,
 )
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import chrooted
 from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from zkafka.zk.server import ZooKeeperServer
 
 
 def test_plan_round_trips_through_kafkas_json() -> None:

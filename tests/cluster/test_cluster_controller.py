@@ -21,11 +21,11 @@ from cluster_helpers import (
     wait_for,
 )
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ApiKey, ErrorCode
 from zkafka.protocol.codec import decode_response, encode_request
 from zkafka.protocol.headers import RequestHeader
 from zkafka.protocol.messages import ControlledShutdownRequest, LeaderAndIsrRequest
-from zkafka.zk.server import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cluster_helpers import BackgroundProducer, Cluster, create_topic, running, topic_name, wait_for
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

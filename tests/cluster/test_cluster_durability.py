@@ -22,8 +22,8 @@ from cluster_helpers import (
     wait_for,
 )
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
-from zkafka.zk.server import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from cluster_helpers import Cluster, create_topic, metadata_isr, running, topic_name, wait_for
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 # The follower stays frozen until the leader's batched ISR notification (published once the last
 # change is 5 s old, checked every 2.5 s) has gone through the controller: its ZooKeeper session

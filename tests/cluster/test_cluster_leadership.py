@@ -21,7 +21,7 @@ from cluster_helpers import (
     zkafka_cli,
 )
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 SPREAD = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 """Each broker is the preferred leader of one partition."""

@@ -20,7 +20,7 @@ from cluster_helpers import (
     zkafka_cli,
 )
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

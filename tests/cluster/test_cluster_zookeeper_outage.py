@@ -25,7 +25,7 @@ from cluster_helpers import (
     wait_for,
 )
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 OUTAGE_S = 30.0
 

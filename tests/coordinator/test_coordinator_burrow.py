@@ -28,11 +28,11 @@ import pytest
 
 from zkafka.client.types import TopicPartition
 from zkafka.client.zk_consumer import ZookeeperConsumer
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer, free_port
 from zkafka.testing.cluster import make_topic, running_cluster
 from zkafka.testing.polling import wait_for
 from zkafka.zk.connect import parse_connect_string
-from zkafka.zk.server import ZooKeeperServer, free_port
 
 BURROW = shutil.which("Burrow") or "/usr/bin/Burrow"
 PARTITIONS = 4

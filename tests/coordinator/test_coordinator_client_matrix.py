@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from zkafka.client.group_consumer import GroupAdmin
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster, wait_until_ready
-from zkafka.zk.server import ZooKeeperServer
 
 HERE = Path(__file__).parent
 PARTITIONS = 4

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from coordinator_harness import decode_record
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 HERE = Path(__file__).parent
 OVERRIDES = {

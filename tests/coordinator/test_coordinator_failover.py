@@ -13,8 +13,8 @@ import pytest
 
 from zkafka.client.group_consumer import GroupAdmin
 from zkafka.client.types import TopicPartition
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",

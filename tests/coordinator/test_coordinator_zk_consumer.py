@@ -34,9 +34,9 @@ from zkafka.client.zk_consumer import (
     thread_ids,
     topic_filter_regex,
 )
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import make_topic, running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 HERE = Path(__file__).parent
 FAST = {"rebalance_backoff_ms": 100, "auto_commit_interval_ms": 100, "zookeeper_session_timeout_ms": 3000}

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 import pytest
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 INTER_BROKER = {4, 5, 6, 7}
 

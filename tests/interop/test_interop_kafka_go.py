@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS, wait_until_ready
 from zkafka.testing.zookeeper import new_chroot
-from zkafka.zk.server import ZooKeeperServer
 
 KAFKA_GO = Path("/usr/share/gocode/src/github.com/segmentio/kafka-go")
 PORT = 9092

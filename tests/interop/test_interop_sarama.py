@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 SARAMA = Path("/usr/share/gocode/src/github.com/Shopify/sarama")
 PROGRAM = Path(__file__).parent / "sarama_check"

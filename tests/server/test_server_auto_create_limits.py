@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol.messages import MetadataRequest, MetadataResponse
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 MAX_PARTITIONS = 5
 

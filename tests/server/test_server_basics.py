@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer, free_port
 from zkafka.protocol import RequestHeader, encode_request
 from zkafka.protocol.messages import ApiVersionsRequest
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS, running_cluster, wait_until_ready
 from zkafka.testing.polling import wait_for
 from zkafka.testing.zookeeper import new_chroot
-from zkafka.zk.server import ZooKeeperServer, free_port
 
 HOSTILE_CONNECTIONS = 64
 ANNOUNCED = 100 * 1024 * 1024 - 8

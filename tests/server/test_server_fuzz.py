@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import (
     ApiKey,
     Message,
@@ -48,13 +50,11 @@ from zkafka.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.fuzz import FUZZ_BROKER_OVERRIDES, FuzzConfig, Fuzzer, Report, prepare, target_of
 from zkafka.testing.fuzz.generate import RequestGenerator
 from zkafka.testing.fuzz.runner import advertised_pairs, build_case, load_frames, run_case, tracebacks_in
 from zkafka.zk.client import KafkaZkClient
-from zkafka.zk.server import ZooKeeperServer
 
 # Kafka's error codes
 NONE = 0

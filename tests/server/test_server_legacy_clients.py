@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from zkafka.client.admin import AdminClient
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 # kafka-python's api_version pins the protocol versions it uses: (0, 10, 1) -> Produce v2 with
 # magic 1 and Fetch v3; (0, 10, 0) -> Fetch v2; (0, 9) -> Produce v1 / Fetch v1 with magic 0.

@@ -10,12 +10,12 @@ import pytest
 
 from zkafka.client.admin import AdminClient
 from zkafka.client.connection import BrokerConnection
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
 from zkafka.records.compression import GZIP
 from zkafka.records.record import Record, build_batch
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 INVALID_RECORD = 87
 INVALID_TIMESTAMP = 32

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import Message, RequestHeader, decode_response, encode_request
 from zkafka.protocol.messages import (
     CreatePartitionsRequest,
@@ -31,9 +33,7 @@ from zkafka.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 # Kafka's error codes
 NONE = 0

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import Message, RequestHeader, decode_response, encode_request
 from zkafka.protocol.messages import (
     ApiVersionsRequest,
@@ -32,9 +34,7 @@ from zkafka.protocol.messages import (
     ProduceResponse,
 )
 from zkafka.records import HEADER_SIZE, iter_batch_records, simple_batch
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 # Kafka's error codes
 NONE = 0

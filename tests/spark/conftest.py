@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.spark_cluster import StandaloneCluster, standalone_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 CLUSTER_OVERRIDES = {
     # retention runs often, so a test can watch it delete a segment (failOnDataLoss)

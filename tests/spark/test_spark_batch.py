@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from spark_helpers import create_topic, offsets, produce, topic_name
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
 
 BASE_TS = (int(time.time()) - 3600) * 1000  # recent: retention (7 days by default) must keep them
 PARTITIONS = 3

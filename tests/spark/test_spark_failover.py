@@ -15,9 +15,9 @@ from spark_helpers import create_topic, produce, topic_name, wait_until
 
 from conftest import CLUSTER_OVERRIDES
 from zkafka.client import AdminClient
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.zk.server import ZooKeeperServer
 
 RECORDS = 600
 

@@ -27,7 +27,7 @@ from spark_helpers import (
     workers_of,
 )
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
 from zkafka.spark.package import build_pyfiles_zip
 from zkafka.testing.spark_cluster import StandaloneCluster, standalone_cluster
 

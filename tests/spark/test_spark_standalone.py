@@ -30,7 +30,7 @@ from spark_helpers import (
     workers_of,
 )
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
 from zkafka.testing.spark_cluster import StandaloneCluster, source_root
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -81,6 +82,31 @@ def test_tree(cluster: KafkaZkClient, zk_connect: str) -> None:
     assert "│   ├── changes" in lines
     shallow = zk_cli("tree", "/brokers", "--max-depth", "1", "--zookeeper", zk_connect)
     assert shallow.stdout.splitlines() == ["/brokers", "├── ids", "├── seqid", "└── topics"]
+
+
+def test_tree_summarises_a_znode_with_many_children(cluster: KafkaZkClient, zk_connect: str) -> None:
+    """`--max-children` (what the demo passes): `__consumer_offsets`' 50 partitions are one line with
+    their count, while a topic with a few partitions is shown whole, in numeric order."""
+    cluster.create_topic_assignment("__consumer_offsets", {p: [1] for p in range(50)}, allow_internal=True)
+    cluster.create_topic_assignment("events", {p: [1] for p in range(12)})
+    for topic, partitions in (("__consumer_offsets", 50), ("events", 12)):
+        for p in range(partitions):
+            cluster.create(f"/brokers/topics/{topic}/partitions/{p}/state", b'{"leader":1}', makepath=True)
+    tree = zk_cli("tree", "/brokers/topics", "--max-children", "12", "--zookeeper", zk_connect)
+    assert tree.returncode == 0, tree.stderr
+    lines = tree.stdout.splitlines()
+    offsets = lines.index(next(ln for ln in lines if "── __consumer_offsets  = " in ln))
+    assert lines[offsets + 1 : offsets + 3] == [
+        "│   └── partitions",
+        "│       └── … 50 children (0 … 49), not shown",
+    ]
+    partitions = [ln.rsplit(" ", 1)[1] for ln in lines if re.fullmatch(r"│       [├└]── \d+", ln)]
+    assert partitions == [str(p) for p in range(12)]  # events', in numeric order
+    assert len(lines) < 50, tree.stdout
+    whole = zk_cli("tree", "/brokers/topics", "--zookeeper", zk_connect).stdout.splitlines()
+    assert len(whole) > 100 and sum("── state  = " in ln for ln in whole) == 62
+    bad = zk_cli("tree", "/", "--max-children", "-1", "--zookeeper", zk_connect)
+    assert bad.returncode == 1 and bad.stderr == "error: --max-children must be >= 0\n"
 
 
 def test_rm(cluster: KafkaZkClient, zk_connect: str) -> None:

@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from zk_test_helpers import expire_session, wait_until
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import new_chroot
 from zkafka.zk.acls import (
     AclEntry,
@@ -48,7 +49,6 @@ from zkafka.zk.model import (
     TopicPartition,
 )
 from zkafka.zk.ops import CreateOp, DeleteOp, SetDataOp
-from zkafka.zk.server import ZooKeeperServer
 from zkafka.zk.znodes import (
     CONFIG_CHANGES,
     ISR_CHANGES,

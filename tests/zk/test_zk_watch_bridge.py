@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from zk_test_helpers import expire_session
 
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.notifications import ChangeNotificationListener
-from zkafka.zk.server import ZooKeeperServer
 from zkafka.zk.watch_bridge import (
     AsyncWatcher,
     SessionEvent,

@@ -7,8 +7,10 @@
 
 Everything lives under `--dir` (default ./.zkafka/cluster): each broker's server.properties, log
 directory and server.log, the embedded ZooKeeper's data, and cluster.json, which records ports
-and pids so that `status` and `down` (later, other processes) find them. `up` on a directory
-whose cluster is stopped starts it again with the same data.
+and pids so that `status` and `down` find them, and the other tools too: without
+`--bootstrap-server`/`--zookeeper` they use the cluster running in `--cluster-dir` (the same default,
+see `zkafka.cli.target`). `up` on a directory whose cluster is stopped starts it again with the
+same data. `up` prints its progress on stderr and its result (the addresses) on stdout.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.output import console, print_table, quiet_libraries
+from zkafka.cli.target import DEFAULT_CLUSTER_DIR, load_local_cluster
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
-from zkafka.server.launcher import EMBEDDED, ClusterError, LocalCluster
-
-DEFAULT_DIR = Path(".zkafka/cluster")
+from zkafka.local.launcher import EMBEDDED, ClusterError, LocalCluster
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,9 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="embedded|HOST:PORT[/chroot]",
         help="start an embedded ZooKeeper (default) or use this one",
     )
-    up.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
-    )
+    _add_dir(up)
     up.add_argument(
         "--override", action="append", metavar="KEY=VALUE", help="broker config for every broker (repeatable)"
     )
@@ -49,9 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.set_defaults(func=run_up)
 
     status = cluster_sub.add_parser("status", help="brokers, controller, topics (from ZooKeeper)")
-    status.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
-    )
+    _add_dir(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of tables")
     status.add_argument(
         "--exclude-internal",
@@ -61,28 +59,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.set_defaults(func=run_status)
 
     down = cluster_sub.add_parser("down", help="stop the brokers (SIGTERM, then SIGKILL) and ZooKeeper")
-    down.add_argument(
-        "--dir", type=Path, default=DEFAULT_DIR, help=f"cluster directory (default {DEFAULT_DIR})"
-    )
+    _add_dir(down)
     down.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
     down.set_defaults(func=run_down)
 
 
-def _load(directory: Path) -> LocalCluster:
-    try:
-        return LocalCluster.load(directory)
-    except FileNotFoundError:
-        raise CliError(
-            f"no cluster in {directory} (start one with `zkafka cluster up --dir {directory}`)"
-        ) from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise CliError(f"{directory}/cluster.json is damaged: {e}") from None
+def _add_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir",
+        "--cluster-dir",
+        dest="dir",
+        type=Path,
+        default=DEFAULT_CLUSTER_DIR,
+        help=f"cluster directory (default {DEFAULT_CLUSTER_DIR}; the other tools find the cluster there)",
+    )
 
 
 # -- up ------------------------------------------------------------------------------------------
 
 
 def run_up(args: argparse.Namespace) -> int:
+    quiet_libraries()
     if args.brokers < 1:
         raise CliError("--brokers must be >= 1")
     try:
@@ -98,7 +95,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise CliError(f"bad --zookeeper: {e}") from None
     directory: Path = args.dir
     if (directory / "cluster.json").exists():
-        previous = _load(directory)
+        previous = load_local_cluster(directory)
         if previous.running():
             raise CliError(
                 f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
@@ -114,14 +111,12 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides: dict[str, str]) -> None:
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status(f"starting a {args.brokers}-broker cluster in {args.dir}") as status:
+    err = console(stderr=True)
+    with err.status(f"starting a {args.brokers}-broker cluster in {args.dir}") as status:
 
         def progress(message: str) -> None:
             status.update(message)
-            console.print(f"[green]✓[/green] {message}", highlight=False)
+            err.print(f"[green]✓[/green] {message}")
 
         cluster.up(
             args.brokers,
@@ -136,7 +131,8 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
 
 
 def run_status(args: argparse.Namespace) -> int:
-    cluster = _load(args.dir)
+    quiet_libraries()
+    cluster = load_local_cluster(args.dir)
     report = cluster.process_status()
     report.update(zookeeper_view(cluster))
     if args.exclude_internal and "topics" in report:
@@ -205,14 +201,13 @@ def zookeeper_view(cluster: LocalCluster, timeout_s: float = 5.0) -> dict[str, A
 
 
 def _print_status(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    out = console()
     zk = report["zookeeper"]
     alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
     kind = "embedded" if zk["embedded"] else "external"
-    console.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")
@@ -228,11 +223,11 @@ def _print_status(report: dict[str, Any]) -> None:
             "yes" if reg else "[red]no[/red]",
             "controller" if controller.get("id") == b["id"] else "",
         )
-    console.print(brokers)
+    print_table(out, brokers)
     if "zookeeper_error" in report:
-        console.print(f"[red]cannot read ZooKeeper: {report['zookeeper_error']}[/red]")
+        out.print(f"[red]cannot read ZooKeeper: {report['zookeeper_error']}[/red]")
         return
-    console.print(f"Controller: {controller.get('id')} (epoch {controller.get('epoch')})")
+    out.print(f"Controller: {controller.get('id')} (epoch {controller.get('epoch')})")
     topics = Table(title="Topics", title_justify="left")
     for column in ("Topic", "Partition", "Leader", "Replicas", "Isr"):
         topics.add_column(column)
@@ -247,14 +242,15 @@ def _print_status(report: dict[str, Any]) -> None:
                 ",".join(map(str, part["replicas"])),
                 f"[yellow]{isr}[/yellow]" if under else isr,
             )
-    console.print(topics)
+    print_table(out, topics)
 
 
 # -- down ----------------------------------------------------------------------------------------
 
 
 def run_down(args: argparse.Namespace) -> int:
-    cluster = _load(args.dir)
+    quiet_libraries()
+    cluster = load_local_cluster(args.dir)
     if not cluster.running():
         print(f"cluster in {args.dir} is not running")
         return 0

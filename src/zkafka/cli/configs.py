@@ -9,37 +9,45 @@
 
 With --bootstrap-server the change goes through AlterConfigs, whose broker writes the overrides to
 ZooKeeper; with --zookeeper this command writes `/config/topics/<t>` itself and then a
-`/config/changes/config_change_N` notification, as Kafka's AdminZkClient.changeConfigs does. Either
-way every broker applies the change when it sees the notification.
+`/config/changes/config_change_N` notification, as Kafka's AdminZkClient.changeConfigs does
+(`zkafka.cli.topics_zk`). Either way every broker applies the change when it sees the notification,
+and the output is the same: kafka-configs' lines,
 
---describe prints only the overrides unless --all is given (then every config with its source).
-Broker configs can be described (read-only: zkafka brokers have no dynamic broker configs); users,
-clients and ips are refused.
+    Dynamic configs for topic t are:
+      retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}
+
+--describe prints only the overrides unless --all is given (then every config, with the chain of
+sources it was resolved through). `--entity-type` is `topics` or `brokers`: broker configs can be
+described (read-only, through the brokers: zkafka brokers have no dynamic broker configs); Kafka's
+clients, users and ips have no configs a zkafka broker applies, so they are not offered.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.reassign import open_zookeeper
+from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.cli.topics import client_errors
-from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource
+from zkafka.client.admin import ConfigEntry, ConfigResource
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
-from zkafka.storage.config import InvalidConfigError, LogConfig
-from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType
-from zkafka.zk.znodes import config_entity_name
+
+if TYPE_CHECKING:
+    from zkafka.cli.topics import TopicAdmin
 
 # kafka-configs splits --add-config on commas that are not inside [...], so a list value can be
 # given as key=[a,b]; the same lookahead as Kafka's ConfigCommand
 _TOP_LEVEL_COMMA = re.compile(r",(?=[^\]]*(?:\[|$))")
 ONLY_TOPICS = "only topics are supported"
+TOPICS, BROKERS = ConfigType.TOPIC.value, ConfigType.BROKER.value
+ENTITY_TYPES = (TOPICS, BROKERS)
+"""The entity types zkafka applies configs of (Kafka's clients, users and ips are not offered)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,11 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="add, delete and describe topic configs (like kafka-configs)",
         description="Add, delete and describe topic config overrides, with kafka-configs' flags.",
     )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
-    where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
+    add_target_args(p, zookeeper="the cluster's ZooKeeper")
     p.add_argument(
-        "--entity-type", required=True, choices=[t.value for t in ConfigType], help="what to configure"
+        "--entity-type",
+        required=True,
+        choices=ENTITY_TYPES,
+        help="topics, or brokers (--describe through the brokers)",
     )
     entity = p.add_mutually_exclusive_group()
     entity.add_argument("--entity-name", metavar="NAME", help="topic name or broker id")
@@ -73,11 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
+    action = _alter if args.alter else _describe
     if args.zookeeper is not None:
-        with open_zookeeper(args.zookeeper) as zk:
-            return _alter_zk(zk, args) if args.alter else _describe_zk(zk, args)
+        from zkafka.cli.topics_zk import ZkTopicAdmin
+
+        with open_zookeeper(args.zookeeper) as zk, client_errors():
+            return action(ZkTopicAdmin(zk), args)
     with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
-        return _alter(admin, args) if args.alter else _describe(admin, args)
+        return action(admin, args)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -95,15 +107,12 @@ def _check_args(args: argparse.Namespace) -> None:
 def _check_entity(args: argparse.Namespace) -> None:
     """Topics fully; brokers only for a bootstrap --describe of one broker, because zkafka brokers
     refuse AlterConfigs of brokers and have no dynamic (default) broker configs to show."""
-    kind = ConfigType(args.entity_type)
-    if kind is ConfigType.TOPIC:
+    if args.entity_type == TOPICS:
         if args.entity_default:
             raise CliError("topics have no --entity-default; give --entity-name")
         if args.alter and not args.entity_name:
             raise CliError("--alter of topics needs --entity-name")
         return
-    if kind is not ConfigType.BROKER:
-        raise CliError(f"entity type {kind.value}: {ONLY_TOPICS} (and brokers with --describe)")
     if args.alter:
         raise CliError(f"{ONLY_TOPICS} by --alter: zkafka brokers have no dynamic broker configs")
     if args.zookeeper is not None:
@@ -150,102 +159,44 @@ def _check_deletable(deleted: Iterable[str], known: Iterable[str]) -> None:
         raise CliError(f"Invalid config(s): {','.join(missing)}")
 
 
-# -- through the brokers -----------------------------------------------------------------------------
+# -- the actions, through the brokers or ZooKeeper alike ---------------------------------------------
 
 
-def _alter(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _alter(admin: TopicAdmin, args: argparse.Namespace) -> int:
     added, deleted = _changes(args)
     resource = ConfigResource.topic(args.entity_name)
-    # describing first names an unknown topic before anything is sent, and gives the known keys
+    # describing first names an unknown topic before anything is written, and gives the keys that
+    # can be deleted (every config through the brokers, the overrides in ZooKeeper, as in Kafka)
     current = admin.describe_configs([resource])[resource]
     _check_deletable(deleted, current)
-    changes: dict[str, str | None] = {**added, **dict.fromkeys(deleted)}
-    admin.alter_configs(resource, changes)
+    admin.alter_configs(resource, {**added, **dict.fromkeys(deleted)})
     print(f"Completed updating config for topic {args.entity_name}.")
     return 0
 
 
-def _describe(admin: SyncAdminClient, args: argparse.Namespace) -> int:
-    if ConfigType(args.entity_type) is ConfigType.BROKER:
+def _describe(admin: TopicAdmin, args: argparse.Namespace) -> int:
+    if args.entity_type == BROKERS:
         resources = [ConfigResource.broker(args.entity_name)]
     else:
         names = [args.entity_name] if args.entity_name else admin.list_topics(include_internal=True)
         resources = [ConfigResource.topic(n) for n in names]
-    described = admin.describe_configs(resources) if resources else {}
+    described = admin.describe_configs(resources, include_synonyms=True) if resources else {}
+    kind = args.entity_type.removesuffix("s")
     for resource, entries in described.items():
-        shown = [e for _, e in sorted(entries.items()) if args.all or e.is_override]
-        kind = "topic" if ConfigType(args.entity_type) is ConfigType.TOPIC else "broker"
-        _print_entries(f"{'All' if args.all else 'Dynamic'} configs for {kind} {resource.name} are:", shown)
+        print(f"{'All' if args.all else 'Dynamic'} configs for {kind} {resource.name} are:")
+        for _, entry in sorted(entries.items()):
+            if args.all or entry.is_override:
+                print(f"  {config_line(entry)}")
     return 0
 
 
-# -- through ZooKeeper -------------------------------------------------------------------------------
+def config_line(entry: ConfigEntry) -> str:
+    """kafka-configs' line for one config: `key=value sensitive=false synonyms={SOURCE:key=value, ...}`
+    (the synonyms, most specific first, are the sources the value was resolved through)."""
+    synonyms = ", ".join(f"{source.name}:{name}={_text(value)}" for name, value, source in entry.synonyms)
+    sensitive = str(entry.is_sensitive).lower()
+    return f"{entry.name}={_text(entry.value)} sensitive={sensitive} synonyms={{{synonyms}}}"
 
 
-def _existing_topic(zk: KafkaZkClient, name: str) -> str:
-    """The topic's config znode name, after Kafka's AdminZkClient check that the topic exists."""
-    try:
-        znode_name = config_entity_name(ConfigType.TOPIC, name)
-        exists = zk.topic_exists(name)
-    except ValueError as e:
-        raise CliError(str(e)) from None
-    if not exists:
-        raise CliError(f"UNKNOWN_TOPIC_OR_PARTITION: Topic '{name}' does not exist.")
-    return znode_name
-
-
-def _alter_zk(zk: KafkaZkClient, args: argparse.Namespace) -> int:
-    added, deleted = _changes(args)
-    znode_name = _existing_topic(zk, args.entity_name)
-    current = zk.get_entity_config(ConfigType.TOPIC, znode_name)
-    _check_deletable(deleted, current)  # with ZooKeeper Kafka checks against the overrides
-    updated = {k: v for k, v in {**current, **added}.items() if k not in deleted}
-    _validate_topic_config(updated)
-    # the entity znode, then the v2 notification the brokers watch (AdminZkClient.changeConfigs)
-    zk.set_entity_config(ConfigType.TOPIC, znode_name, updated)
-    print(f"Completed updating config for entity: topic '{args.entity_name}'.")
-    return 0
-
-
-def _validate_topic_config(config: Mapping[str, str]) -> None:
-    """What a broker's AlterConfigs would refuse (Kafka's LogConfig.validate); nothing invalid may
-    reach the znode, since every broker would then ignore the whole change."""
-    try:
-        LogConfig().with_overrides(config)
-    except InvalidConfigError as e:
-        raise CliError(f"INVALID_CONFIG: {e}") from None
-
-
-def _describe_zk(zk: KafkaZkClient, args: argparse.Namespace) -> int:
-    if args.entity_name:
-        names = {args.entity_name: _existing_topic(zk, args.entity_name)}
-    else:
-        names = {n: n for n in zk.get_all_entities(ConfigType.TOPIC)}
-    for name, znode_name in names.items():
-        overrides = zk.get_entity_config(ConfigType.TOPIC, znode_name)
-        entries = [ConfigEntry(k, v, ConfigSource.DYNAMIC_TOPIC_CONFIG) for k, v in sorted(overrides.items())]
-        _print_entries(f"Configs for topic '{name}' are:", entries)
-    return 0
-
-
-# -- output ------------------------------------------------------------------------------------------
-
-
-def _print_entries(title: str, entries: Sequence[ConfigEntry]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    # piped output has no terminal width; a wide one keeps each config on one row
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    console.print(title, highlight=False, markup=False)
-    if not entries:
-        return
-    table = Table()
-    for column in ("Name", "Value", "Source", "Default"):
-        table.add_column(column)
-    for e in entries:
-        value = "<sensitive>" if e.is_sensitive else ("" if e.value is None else e.value)
-        # Text, not str: a value like "[a]" would otherwise be read as rich markup
-        table.add_row(Text(e.name), Text(value), e.source.name, "yes" if e.is_default else "no")
-    console.print(table, highlight=False)
+def _text(value: str | None) -> str:
+    return "null" if value is None else value  # as Java prints a missing (or sensitive) value

@@ -10,8 +10,9 @@ The producer sends one record per stdin line (the line without its end), flushes
 --partition it reads every partition of the topic; with --group it is a member of that consumer
 group (broker-coordinated, committing what it printed); with --zookeeper it is a member of a
 ZooKeeper-consumer group (--topic, --whitelist or --blacklist). It stops after --max-messages
-records, or when no record arrived for --timeout-ms, and reports "Processed a total of N
-messages" on stderr, as Kafka's tool does.
+records, when no record arrived for --timeout-ms, or on SIGINT (Ctrl-C) or SIGTERM alike, closing
+its consumer (a group member commits and leaves), and reports "Processed a total of N messages" on
+stderr, as Kafka's tool does.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import logging
 import os
 import random
 import re
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import IO
+from collections.abc import Callable, Coroutine
+from typing import IO, Any
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import add_target_args
 from zkafka.cli.topics import client_errors
 from zkafka.client.config import consumer_kwargs, parse_key_values, producer_kwargs
 from zkafka.client.consumer import Consumer
@@ -97,11 +100,7 @@ def _register_producer(sub: argparse._SubParsersAction) -> None:
         help="send stdin lines as records (like kafka-console-producer)",
         description="Send each line of stdin as one record.",
     )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]")
-    where.add_argument(
-        "--broker-list", dest="bootstrap_server", metavar="HOST:PORT[,...]", help="= --bootstrap-server"
-    )
+    add_target_args(p, broker_list=True)
     p.add_argument("--topic", required=True)
     p.add_argument(
         "--property",
@@ -330,10 +329,7 @@ def _register_consumer(sub: argparse._SubParsersAction) -> None:
         help="print records of a topic (like kafka-console-consumer)",
         description="Print the records of a topic, one per line.",
     )
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]")
-    p.add_argument(
-        "--zookeeper", metavar="HOST:PORT[/CHROOT]", help="consume as a ZooKeeper-consumer group member"
-    )
+    add_target_args(p, zookeeper="consume as a ZooKeeper-consumer group member")
     p.add_argument("--topic")
     p.add_argument("--whitelist", metavar="REGEX", help="with --zookeeper: topics matching REGEX")
     p.add_argument("--include", metavar="REGEX", help="topics matching REGEX (Kafka 2.8's --whitelist)")
@@ -445,8 +441,6 @@ def run_consumer(args: argparse.Namespace) -> int:
         args.whitelist = args.include
     if args.zookeeper:
         return _run_zookeeper_consumer(args)
-    if not args.bootstrap_server:
-        raise CliError("Missing required argument: --bootstrap-server (or --zookeeper)")
     if args.blacklist or (args.whitelist and args.topic) or not (args.topic or args.whitelist):
         raise CliError("--bootstrap-server needs --topic or --include (--blacklist needs --zookeeper)")
     if args.whitelist and args.partition is not None:
@@ -480,21 +474,65 @@ def run_consumer(args: argparse.Namespace) -> int:
             )
         except ClientError as e:
             raise CliError(str(e)) from None
-        try:
-            if isinstance(client, GroupConsumer):
-                asyncio.run(_consume_member(client, args, formatter, sys.stdout.buffer, progress))
-            else:
-                asyncio.run(_consume(client, args, topics, start, formatter, sys.stdout.buffer, progress))
-        except BrokenPipeError:
-            # the reader went away (`| head`): stop quietly, and keep Python's final flush of
-            # stdout from failing again
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            return 0
-        finally:
-            with contextlib.suppress(Exception):
-                print(f"Processed a total of {progress.count} messages", file=sys.stderr)
+        out = sys.stdout.buffer
+        return _print_until_stopped(
+            _consume_member(client, args, formatter, out, progress)
+            if isinstance(client, GroupConsumer)
+            else _consume(client, args, topics, start, formatter, out, progress),
+            progress,
+        )
+
+
+def _print_until_stopped(consuming: Coroutine[Any, Any, None], progress: _Progress) -> int:
+    """Run `consuming` until it ends (--max-messages, --timeout-ms), the reader of stdout goes away
+    (`| head`), or SIGINT (Ctrl-C) or SIGTERM ask it to stop; then say how many records were
+    printed, on stderr, as Kafka's tool does. Both signals end it the same clean way (exit status
+    0): the consuming coroutine is cancelled, so its `finally` closes the consumer (a group member
+    commits what it printed and leaves its group). A second signal stops at once."""
+    try:
+        asyncio.run(_until_signalled(consuming))
+    except KeyboardInterrupt:
+        pass  # a second Ctrl-C while closing
+    except BrokenPipeError:
+        # keep Python's final flush of stdout from failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    finally:
+        with contextlib.suppress(Exception):
+            print(f"Processed a total of {progress.count} messages", file=sys.stderr)
     return 0
+
+
+async def _until_signalled(consuming: Coroutine[Any, Any, None]) -> None:
+    """Await `consuming`; SIGTERM, and SIGINT unless this process was started with it ignored
+    (`nohup`, a background job of a script), cancel it and return once it has cleaned up."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    signals = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signals.append(signal.SIGINT)
+    stopping = False
+
+    def stop(sig: signal.Signals) -> None:
+        nonlocal stopping
+        if stopping:  # again: the default action of the signal, now
+            loop.remove_signal_handler(sig)
+            signal.raise_signal(sig)
+            return
+        stopping = True
+        task.cancel()
+
+    for sig in signals:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        await consuming
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+        task.uncancel()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
 
 
 class _Progress:
@@ -604,17 +642,12 @@ def _run_zookeeper_consumer(args: argparse.Namespace) -> int:
         except ClientError as e:
             raise CliError(str(e)) from None
         try:
-            asyncio.run(_consume_member(consumer, args, formatter, sys.stdout.buffer, progress))
-        except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            return 0
+            return _print_until_stopped(
+                _consume_member(consumer, args, formatter, sys.stdout.buffer, progress), progress
+            )
         finally:
-            with contextlib.suppress(Exception):
-                print(f"Processed a total of {progress.count} messages", file=sys.stderr)
             if not args.group:
                 _delete_group_quietly(args.zookeeper, group)
-    return 0
 
 
 async def _consume_member(

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import add_target_args
 from zkafka.cli.topics import client_errors
 from zkafka.client.admin import AdminClient
 from zkafka.client.group_consumer import GroupAdmin, GroupDescription
@@ -63,9 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="list, describe, delete and reset consumer groups (like kafka-consumer-groups)",
         description="List, describe, delete and reset consumer groups, with kafka-consumer-groups' flags.",
     )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="groups of the brokers")
-    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="groups of the ZooKeeper consumer")
+    add_target_args(p, bootstrap="groups of the brokers", zookeeper="groups of the ZooKeeper consumer")
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list every group")
     actions.add_argument("--describe", action="store_true", help="offsets, lag and owners of a group")

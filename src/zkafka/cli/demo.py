@@ -3,8 +3,10 @@
 An embedded ZooKeeper and a 3-broker cluster are started as real processes; a replicated topic
 is created through the CLI; records are produced and consumed with zkafka's client and the
 console tools; then the evidence is printed: per-partition counts, one partition's log
-directory as Kafka lays it out, the ZooKeeper tree in Kafka's layout, and `cluster status`.
-Everything started is stopped at the end, also on errors and Ctrl-C.
+directory as Kafka lays it out, the ZooKeeper tree in Kafka's layout (a znode with many children,
+such as `__consumer_offsets`' 50 partitions, summarised on one line), and `cluster status`.
+Everything started is stopped at the end, also on errors and Ctrl-C. The output follows the CLI's
+console policy (`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
 """
 
 from __future__ import annotations
@@ -17,17 +19,24 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.rule import Rule
 from rich.table import Table
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.output import console as make_console
+from zkafka.cli.output import heading, print_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TOPIC = "demo-events"
 PARTITIONS = 6
 RECORDS = 30_000
 USERS = 100
+TREE_CHILDREN = 20
+"""The ZooKeeper tree shows up to this many children of a znode (the topic's 6 partitions); more
+(`__consumer_offsets`' 50) are one line with their count."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,15 +62,15 @@ def _zkafka(*args: str, stdin: str | None = None, capture: bool = True) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     with tempfile.TemporaryDirectory(prefix="zkafka-demo-") as tmp:
         directory = args.dir or Path(tmp) / "cluster"
-        console.print(Rule(f"zkafka demo: ZooKeeper + {args.brokers} brokers in {directory}"))
+        heading(console, f"zkafka demo: ZooKeeper + {args.brokers} brokers in {directory}")
         _zkafka("cluster", "up", "--brokers", str(args.brokers), "--dir", str(directory), capture=False)
         try:
             _demo(console, directory, args)
         finally:
-            console.print(Rule("stopping everything"))
+            heading(console, "stopping everything")
             _zkafka("cluster", "down", "--dir", str(directory), capture=False)
     return 0
 
@@ -86,14 +95,14 @@ async def _produce(bootstrap: str, n: int) -> list:
 def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     from zkafka.client.sync import SyncConsumer
     from zkafka.client.types import TopicPartition
-    from zkafka.server.launcher import LocalCluster
+    from zkafka.local.launcher import LocalCluster
 
     cluster = LocalCluster.load(directory)
     bootstrap = cluster.bootstrap_servers
     rf = min(3, args.brokers)
 
-    console.print(Rule(f"1. create topic {TOPIC}: {PARTITIONS} partitions, replication factor {rf}"))
-    console.print(
+    heading(console, f"1. create topic {TOPIC}: {PARTITIONS} partitions, replication factor {rf}")
+    console.out(
         _zkafka(
             "topics",
             "--bootstrap-server",
@@ -108,7 +117,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         ).strip()
     )
 
-    console.print(Rule(f"2. produce {args.records:,} keyed records (idempotent, acks=all)"))
+    heading(console, f"2. produce {args.records:,} keyed records (idempotent, acks=all)")
     start = time.perf_counter()
     metas = asyncio.run(_produce(bootstrap, args.records))
     elapsed = time.perf_counter() - start
@@ -128,7 +137,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         stdin="console:hello from the console producer\n",
     )
 
-    console.print(Rule("3. consume everything back"))
+    heading(console, "3. consume everything back")
     consumer = SyncConsumer(bootstrap, auto_offset_reset="earliest")
     consumer.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
     got: list = []
@@ -153,7 +162,7 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
             str(max(offsets, default="-")),
         )
     table.add_row("total", f"{len(got):,}", str(len({r.key for r in got})), "", "")
-    console.print(table)
+    print_table(console, table)
     sent = {(m.partition, m.offset) for m in metas}
     received = {(r.partition, r.offset) for r in got}
     verdict = "every acknowledged record was read back" if sent <= received else "MISSING RECORDS"
@@ -173,9 +182,9 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         "--timeout-ms",
         "5000",
     )
-    console.print("  " + next(ln for ln in line.splitlines() if ln.startswith("console")))
+    console.out("  " + next(ln for ln in line.splitlines() if ln.startswith("console")))
 
-    console.print(Rule("4. one partition's log directory on broker 1 (Kafka's layout)"))
+    heading(console, "4. one partition's log directory on broker 1 (Kafka's layout)")
     broker1 = Path(cluster.brokers[min(cluster.brokers)].directory) / "logs"
     part_dir = next(iter(sorted(broker1.glob(f"{TOPIC}-*"))), None)
     files = Table(title=str(part_dir))
@@ -186,9 +195,9 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     for f in sorted(broker1.iterdir()):
         if f.is_file():
             files.add_row(f"../{f.name}", f"{f.stat().st_size:,}")
-    console.print(files)
+    print_table(console, files)
 
-    console.print(Rule("5. consumer groups: the broker's coordinator and the seeds' ZooKeeper consumer"))
+    heading(console, "5. consumer groups: the broker's coordinator and the seeds' ZooKeeper consumer")
     half = (args.records + 1) // 2
     _zkafka(
         "console-consumer",
@@ -219,12 +228,12 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         "20000",
     )
     console.print(f"consumed {half:,} records in group demo-group (broker) and demo-zk-group (ZooKeeper):")
-    console.print(
+    console.out(
         _zkafka(
             "consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "demo-group"
         ).rstrip()
     )
-    console.print(
+    console.out(
         _zkafka(
             "consumer-groups",
             "--zookeeper",
@@ -235,11 +244,12 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         ).rstrip()
     )
 
-    console.print(Rule("6. the cluster's metadata in ZooKeeper (Kafka's znode layout)"))
-    console.print(_zkafka("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect).rstrip())
+    heading(console, "6. the cluster's metadata in ZooKeeper (Kafka's znode layout)")
+    tree = ("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect, "--max-children", str(TREE_CHILDREN))
+    console.out(_zkafka(*tree).rstrip())
 
-    console.print(Rule("7. zkafka cluster status"))
-    console.print(_zkafka("cluster", "status", "--dir", str(directory), "--exclude-internal").rstrip())
+    heading(console, "7. zkafka cluster status")
+    console.out(_zkafka("cluster", "status", "--dir", str(directory), "--exclude-internal").rstrip())
 
     from zkafka.cli.pipeline import demo_step
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.reassign import open_zookeeper
+from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.protocol import ErrorCode
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import AdminOperationInProgressError
@@ -120,9 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="elect preferred or unclean leaders (like kafka-leader-election)",
         description="Move partition leadership to the preferred replicas (kafka-leader-election's flags).",
     )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
+    add_target_args(p, zookeeper="the cluster's ZooKeeper")
     p.add_argument(
         "--election-type",
         required=True,

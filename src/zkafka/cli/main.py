@@ -6,6 +6,10 @@ namespace and returning an exit code. Adding a command means adding its name and
 COMMANDS. Only the module of the command being run is imported (Spark, rich and the client stack
 are not loaded to print `--help` of one command or to start a broker); `zkafka --help` loads them
 all to list every command with its own help line.
+
+Before a command runs, `zkafka.cli.target.fill_from_local_cluster` gives a tool that was named no
+cluster the running `zkafka cluster up` cluster's address. A flag a command does not know is
+answered with that (sub)command's own usage, not the top level's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import fill_from_local_cluster
 from zkafka.logs import RepeatFilter
 
 COMMANDS = {
@@ -91,6 +96,17 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)parser of the command line `args` came from (`zkafka cluster up` ->
+    the parser of `up`)."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, sub.dest, None) if sub is not None and sub.dest != argparse.SUPPRESS else None
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
+
+
 def configure_logging(level_name: str) -> None:
     logging.basicConfig(
         level=getattr(logging, str(level_name).upper(), logging.WARNING),
@@ -108,12 +124,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zkafka {zkafka_version()}")  # without loading every command module
         return 0
     parser = build_parser(command)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse would blame the top-level parser and print its usage; the user wants the
+        # usage of the (sub)command they typed the flag for
+        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     configure_logging(args.log_level)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        fill_from_local_cluster(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130

@@ -113,8 +113,9 @@ def run_storage_bench(
 
 
 def print_storage_result(result: StorageBenchResult) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from zkafka.cli.output import console
 
     table = Table(
         title=f"storage: {result.batches} batches of {result.batch_bytes} B "
@@ -138,7 +139,7 @@ def print_storage_result(result: StorageBenchResult) -> None:
             f"{seconds / result.batches * 1e6:.1f}",
             f"{result.raw_seconds / seconds:.0%}" if seconds > 0 else "-",
         )
-    Console().print(table)
+    console().print(table)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

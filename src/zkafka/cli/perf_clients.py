@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import add_target_args, fill_from_local_cluster
 
 REPORT_INTERVAL_S = 5.0
 CLIENTS = ("confluent", "zkafka")
@@ -143,7 +144,7 @@ def make_payload(size: int, seed: int = 0) -> bytes:
 def add_client_perf_commands(perf_sub: argparse._SubParsersAction) -> None:
     """Add `produce` and `consume` under `zkafka perf`."""
     produce = perf_sub.add_parser("produce", help="producer load test (like kafka-producer-perf-test)")
-    produce.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    add_target_args(produce)
     produce.add_argument("--topic", required=True)
     produce.add_argument("--num-records", type=int, required=True, metavar="N")
     produce.add_argument(
@@ -166,7 +167,7 @@ def add_client_perf_commands(perf_sub: argparse._SubParsersAction) -> None:
     produce.set_defaults(func=run_produce)
 
     consume = perf_sub.add_parser("consume", help="consumer load test (like kafka-consumer-perf-test)")
-    consume.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    add_target_args(consume)
     consume.add_argument("--topic", required=True)
     consume.add_argument("--messages", type=int, required=True, metavar="N", help="records to consume")
     consume.add_argument(
@@ -498,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_client_perf_commands(parser.add_subparsers(dest="perf_command", metavar="TEST", required=True))
     args = parser.parse_args(argv)
     try:
+        fill_from_local_cluster(args)
         return int(args.func(args) or 0)
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -17,11 +17,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-from rich.console import Console
-from rich.rule import Rule
+from typing import TYPE_CHECKING
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.output import heading
+from zkafka.cli.target import add_target_args, fill_from_local_cluster
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PIPELINE = Path(__file__).resolve().parents[3] / "pipelines" / "clickstream" / "run.py"
 """src/zkafka/cli/pipeline.py -> the checkout's pipelines/clickstream/run.py"""
@@ -36,9 +39,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     run = commands.add_parser(
         "run", help="run the clickstream pipeline (streaming + batch) and check its results"
     )
-    where = run.add_mutually_exclusive_group(required=True)
-    where.add_argument("--bootstrap-server", help="host:port[,host:port...] of the brokers")
-    where.add_argument("--zookeeper", help="ZooKeeper connect string of the cluster (host:port/chroot)")
+    add_target_args(run, zookeeper="ZooKeeper connect string of the cluster")
     run.add_argument("--events", type=int, default=6000)
     run.add_argument("--master", default="local[2]", help="Spark master: local[N] or spark://host:port")
     run.set_defaults(func=_run_command)
@@ -74,7 +75,7 @@ def run_pipeline(arguments: list[str]) -> int:
 
 def demo_step(console: Console, bootstrap: str, step: str) -> None:
     """The demo's last step: the pipeline on the demo's cluster (skipped without the spark extra)."""
-    console.print(Rule(f"{step}. the clickstream pipeline on Spark (pipelines/clickstream)"))
+    heading(console, f"{step}. the clickstream pipeline on Spark (pipelines/clickstream)")
     if not spark_available():
         console.print("[yellow]skipped: pyspark/pyarrow are not installed (zkafka's spark extra)[/yellow]")
         return
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_commands(parser)
     args = parser.parse_args(argv)
     try:
+        fill_from_local_cluster(args)
         return int(args.func(args) or 0)
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)

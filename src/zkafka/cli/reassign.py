@@ -31,17 +31,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import time
-import warnings
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.controller.assignment import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
@@ -50,14 +48,13 @@ from zkafka.controller.assignment import (
     assign_replicas_to_brokers_rack_aware,
 )
 from zkafka.zk.client import KafkaZkClient
-from zkafka.zk.errors import AdminOperationInProgressError, ZkConnectionError, ZkError
+from zkafka.zk.errors import AdminOperationInProgressError
 from zkafka.zk.model import TopicPartition
 
 __all__ = [
     "PartitionProgress",
     "Status",
     "format_plan",
-    "open_zookeeper",
     "parse_broker_list",
     "parse_reassignment_plan",
     "parse_topics_to_move",
@@ -69,7 +66,6 @@ __all__ = [
 
 Plan = dict[TopicPartition, tuple[int, ...]]
 ANY_LOG_DIR = "any"
-CONNECT_TIMEOUT_S = 15.0
 POLL_INTERVAL_S = 0.5
 METADATA_GRACE_S = 5.0
 """--wait with --bootstrap-server: how long a finished reassignment may still look unfinished in
@@ -283,33 +279,6 @@ def partition_progress(
     return out
 
 
-# -- ZooKeeper session for admin tools -------------------------------------------------------------
-
-
-@contextmanager
-def open_zookeeper(connect: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator[KafkaZkClient]:
-    """A ZooKeeper session for an admin command; the chroot must already exist (a tool never creates
-    one: a typo would otherwise look like an empty cluster)."""
-    if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
-        logging.getLogger("kazoo").setLevel(logging.ERROR)  # our one-line error says the same
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="No chroot path exists")
-            zk = KafkaZkClient(connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False)
-    except ValueError as e:
-        raise CliError(f"bad --zookeeper {connect!r}: {e}") from None
-    except ZkConnectionError as e:
-        raise CliError(str(e)) from None
-    try:
-        if zk.exists("/brokers") is None:
-            raise CliError(f"no Kafka cluster at {connect} (no /brokers znode; wrong chroot?)")
-        yield zk
-    except ZkError as e:
-        raise CliError(str(e)) from None
-    finally:
-        zk.close()
-
-
 def _topic_assignments_from_zk(
     zk: KafkaZkClient, topics: Sequence[str]
 ) -> dict[TopicPartition, tuple[int, ...]]:
@@ -336,9 +305,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Generate, execute and verify partition reassignments, with kafka-reassign-partitions' "
         "flags and JSON formats.",
     )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper")
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
+    add_target_args(p, zookeeper="the cluster's ZooKeeper")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true", help="propose an assignment (changes nothing)")
     action.add_argument("--execute", action="store_true", help="start the reassignment of a plan")
@@ -516,10 +483,11 @@ def _wait(zk: KafkaZkClient, plan: Plan, timeout_s: float) -> int:
 def _show_progress(poll: Callable[[], tuple[list[PartitionProgress], bool]], timeout_s: float) -> int:
     """Live progress table, refreshed from `poll()` (progress, finished) until finished or the
     timeout; then the verify report."""
-    from rich.console import Console
     from rich.live import Live
 
-    console = Console(stderr=True)
+    from zkafka.cli.output import console as make_console
+
+    console = make_console(stderr=True)  # progress on stderr; the report goes to stdout
     deadline = time.monotonic() + timeout_s
     progress, done = poll()
     with Live(_progress_table(progress), console=console, refresh_per_second=4, transient=False) as live:

@@ -6,10 +6,15 @@
     zkafka topics --bootstrap-server 127.0.0.1:9092 --alter --topic t --partitions 6
     zkafka topics --bootstrap-server 127.0.0.1:9092 --alter --topic t --config retention.ms=1000
     zkafka topics --bootstrap-server 127.0.0.1:9092 --delete --topic t
+    zkafka topics --zookeeper 127.0.0.1:2181 --create --topic t --partitions 3 --replication-factor 2
+    zkafka topics --list                    # the `zkafka cluster up` cluster, see zkafka.cli.target
 
 As in kafka-topics, `--topic` of --list/--describe/--alter/--delete is a regular expression
 matched against whole topic names (a comma separates alternatives); --create takes the name
 literally. Describe prints kafka-topics' lines by default, `--table` prints rich tables.
+With `--zookeeper` every action reads and writes ZooKeeper directly, as kafka-topics.sh did before
+Kafka 3 (`zkafka.cli.topics_zk`); --create then needs --partitions and --replication-factor (or
+--replica-assignment), since there is no broker to supply defaults.
 
 This module also holds `client_errors()`, which the other client-based commands use to turn
 client and broker errors into one-line CLI errors.
@@ -22,8 +27,10 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.client.admin import ConfigEntry, NewTopic
 from zkafka.client.cluster import NO_LEADER, TopicMetadata
 from zkafka.client.config import parse_key_values
@@ -31,6 +38,11 @@ from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
 from zkafka.protocol import ErrorCode, KafkaError
+
+if TYPE_CHECKING:  # the ZooKeeper path (and the server's validation it uses) loads only when used
+    from zkafka.cli.topics_zk import ZkTopicAdmin
+
+    TopicAdmin: TypeAlias = SyncAdminClient | ZkTopicAdmin
 
 ACTIONS = ("create", "list", "describe", "delete", "alter")
 
@@ -54,8 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="create, list, describe, alter and delete topics (like kafka-topics)",
         description="Create, list, describe, alter and delete topics, with kafka-topics' flags.",
     )
-    p.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to connect to"
+    add_target_args(
+        p, zookeeper="work on ZooKeeper directly, as kafka-topics --zookeeper did (no broker needed)"
     )
     actions = p.add_mutually_exclusive_group(required=True)
     for action in ACTIONS:
@@ -116,14 +128,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     action = next(a for a in ACTIONS if getattr(args, a))
     _check_args(action, args)
+    handler = {
+        "create": _create,
+        "list": _list,
+        "describe": _describe,
+        "delete": _delete,
+        "alter": _alter,
+    }[action]
+    if args.zookeeper is not None:
+        from zkafka.cli.topics_zk import ZkTopicAdmin
+
+        with open_zookeeper(args.zookeeper) as zk, client_errors():
+            return handler(ZkTopicAdmin(zk), args)
     with client_errors(), SyncAdminClient(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
-        return {
-            "create": _create,
-            "list": _list,
-            "describe": _describe,
-            "delete": _delete,
-            "alter": _alter,
-        }[action](admin, args)
+        return handler(admin, args)
 
 
 def _check_args(action: str, args: argparse.Namespace) -> None:
@@ -147,6 +165,13 @@ def _check_args(action: str, args: argparse.Namespace) -> None:
         raise CliError("--replica-assignment replaces --partitions and --replication-factor")
     if action == "alter" and args.partitions is None and not args.config and not args.delete_config:
         raise CliError("--alter needs --partitions, --config or --delete-config")
+    if action == "create" and args.zookeeper is not None and not args.replica_assignment:
+        missing = [f for f in ("partitions", "replication_factor") if getattr(args, f) is None]
+        if missing:
+            raise CliError(
+                f"--create with --zookeeper needs --{' and --'.join(m.replace('_', '-') for m in missing)} "
+                "(or --replica-assignment): there is no broker to supply defaults"
+            )
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:
@@ -165,7 +190,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     return out
 
 
-def _matching(admin: SyncAdminClient, pattern: str | None, exclude_internal: bool) -> list[str]:
+def _matching(admin: TopicAdmin, pattern: str | None, exclude_internal: bool) -> list[str]:
     topics = admin.list_topics(include_internal=not exclude_internal)
     if pattern is None:
         return topics
@@ -183,7 +208,7 @@ def _configs(args: argparse.Namespace) -> dict[str, str]:
         raise CliError(str(e)) from None
 
 
-def _create(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _create(admin: TopicAdmin, args: argparse.Namespace) -> int:
     name = args.topic
     if "." in name or "_" in name:
         print(
@@ -211,20 +236,26 @@ def _create(admin: SyncAdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _list(admin: TopicAdmin, args: argparse.Namespace) -> int:
+    # kafka-topics --zookeeper shows deletions under way; brokers no longer list those topics
+    marked = admin.marked_for_deletion() if _through_zookeeper(admin) else set()
     for name in _matching(admin, args.topic, args.exclude_internal):
-        print(name)
+        print(f"{name} - marked for deletion" if name in marked else name)
     return 0
 
 
-def _existing(admin: SyncAdminClient, args: argparse.Namespace) -> list[str]:
+def _through_zookeeper(admin: TopicAdmin) -> TypeGuard[ZkTopicAdmin]:
+    return not isinstance(admin, SyncAdminClient)
+
+
+def _existing(admin: TopicAdmin, args: argparse.Namespace) -> list[str]:
     names = _matching(admin, args.topic, args.exclude_internal)
     if not names and args.topic and not args.if_exists:
         raise CliError(f"Topic '{args.topic}' does not exist as expected")
     return names
 
 
-def _delete(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _delete(admin: TopicAdmin, args: argparse.Namespace) -> int:
     names = _existing(admin, args)
     internal = [n for n, t in admin.describe_topics(names).items() if t.is_internal] if names else []
     if internal:
@@ -240,10 +271,14 @@ def _delete(admin: SyncAdminClient, args: argparse.Namespace) -> int:
     if failed:
         name, error = next(iter(failed.items()))
         raise CliError(f"deleting {name}: {error.code.name}: {error.message}")
+    if _through_zookeeper(admin):  # kafka-topics --zookeeper's lines
+        for name in names:
+            print(f"Topic {name} is marked for deletion.")
+        print("Note: This will have no impact if delete.topic.enable is not set to true.")
     return 0
 
 
-def _alter(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _alter(admin: TopicAdmin, args: argparse.Namespace) -> int:
     from zkafka.client.admin import ConfigResource, NewPartitions
 
     names = _existing(admin, args)
@@ -271,7 +306,7 @@ def _alter(admin: SyncAdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+def _describe(admin: TopicAdmin, args: argparse.Namespace) -> int:
     names = _existing(admin, args)
     if not names:
         return 0
@@ -353,10 +388,11 @@ def _print_tables(
     min_isr: Mapping[str, int],
     args: argparse.Namespace,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from zkafka.cli.output import console
+
+    out = console()
     table = Table()
     for column in ("Topic", "Partitions", "RF", "Partition", "Leader", "Replicas", "Isr"):
         table.add_column(
@@ -377,6 +413,6 @@ def _print_tables(
                 end_section=part.partition == max(topic.partitions),
             )
             first = False
-    console.print(table)
+    out.print(table)
     for name in topics:
-        console.print(f"Configs of {name}: {_config_text(overrides[name]) or '(defaults)'}", highlight=False)
+        out.out(f"Configs of {name}: {_config_text(overrides[name]) or '(defaults)'}")

@@ -4,7 +4,9 @@ ZooKeeper's zookeeper-shell.
 * `ls PATH`: child names, one per line, sorted;
 * `get PATH [--stat]`: the data, pretty-printed when it is JSON, as text otherwise, `--stat` adds the
   znode's stat in zookeeper-shell's format;
-* `tree [PATH] [--max-depth N]`: the subtree with a one-line summary of every znode's data;
+* `tree [PATH] [--max-depth N] [--max-children N]`: the subtree with a one-line summary of every
+  znode's data; a znode with more than --max-children children (`__consumer_offsets`' 50
+  partitions, a long `/config/changes` queue) shows them as one line with their count;
 * `rm PATH [--recursive]`: delete a znode (with `--recursive` also a non-empty one).
 
 The connect string's chroot is never created here: browsing must not change anything.
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -25,6 +26,8 @@ from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError, ZookeeperE
 from kazoo.protocol.states import ZnodeStat
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.output import quiet_libraries
+from zkafka.cli.target import add_target_args
 from zkafka.zk.connect import parse_connect_string, validate_znode_path
 from zkafka.zk.errors import ZkConnectionError
 from zkafka.zk.json_codec import parse_json
@@ -39,11 +42,8 @@ def _fail(message: str) -> NoReturn:
 
 def register(sub: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--zookeeper",
-        required=True,
-        metavar="HOST:PORT[/chroot]",
-        help="ZooKeeper connect string, with the cluster's chroot if it has one",
+    add_target_args(
+        common, bootstrap=None, zookeeper="ZooKeeper connect string, with the cluster's chroot if it has one"
     )
     common.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)"
@@ -64,6 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     tree = zk_sub.add_parser("tree", parents=[common], help="print a subtree with data summaries")
     tree.add_argument("path", nargs="?", default="/")
     tree.add_argument("--max-depth", type=int, default=None, help="stop descending below this depth")
+    tree.add_argument(
+        "--max-children",
+        type=int,
+        default=None,
+        metavar="N",
+        help="summarise the children of a znode that has more than N as one line with their count",
+    )
     tree.set_defaults(func=_command(run_tree))
 
     rm = zk_sub.add_parser("rm", parents=[common], help="delete a znode")
@@ -99,9 +106,7 @@ def _session(args: argparse.Namespace) -> Iterator[ZkSession]:
         _fail(f"bad --zookeeper: {e}")
     if args.timeout <= 0:
         _fail("--timeout must be positive")
-    if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
-        # kazoo logs every failed connection attempt; our one-line error says the same.
-        logging.getLogger("kazoo").setLevel(logging.ERROR)
+    quiet_libraries()  # kazoo logs every failed connection attempt; our one-line error says the same
     try:
         with warnings.catch_warnings():
             # A missing chroot is reported per command ("node / does not exist (under chroot ...)").
@@ -154,8 +159,10 @@ def run_tree(zk: ZkSession, args: argparse.Namespace) -> int:
     found = zk.get_data(args.path)
     if found is None:
         raise NoNodeError
+    if args.max_children is not None and args.max_children < 0:
+        _fail("--max-children must be >= 0")
     print(f"{args.path}{_node_suffix(*found)}")
-    for line in _tree_lines(zk, args.path, "", 1, args.max_depth):
+    for line in _tree_lines(zk, args.path, "", 1, args.max_depth, args.max_children):
         print(line)
     return 0
 
@@ -208,10 +215,15 @@ def _node_suffix(data: bytes, stat: ZnodeStat) -> str:
     return (f"  = {summary}" if summary else "") + marker
 
 
-def _tree_lines(zk: ZkSession, path: str, prefix: str, depth: int, max_depth: int | None) -> Iterator[str]:
+def _tree_lines(
+    zk: ZkSession, path: str, prefix: str, depth: int, max_depth: int | None, max_children: int | None = None
+) -> Iterator[str]:
     if max_depth is not None and depth > max_depth:
         return
-    children = sorted(zk.get_children(path) or [])
+    children = sorted(zk.get_children(path) or [], key=_natural)
+    if max_children is not None and len(children) > max_children:
+        yield f"{prefix}└── … {len(children)} children ({_span(children)}), not shown"
+        return
     found = zk.get_data_many([_join(path, c) for c in children])
     for i, child in enumerate(children):
         child_path = _join(path, child)
@@ -220,7 +232,18 @@ def _tree_lines(zk: ZkSession, path: str, prefix: str, depth: int, max_depth: in
             continue  # deleted while we were looking
         last = i == len(children) - 1
         yield f"{prefix}{'└── ' if last else '├── '}{child}{_node_suffix(*node)}"
-        yield from _tree_lines(zk, child_path, prefix + ("    " if last else "│   "), depth + 1, max_depth)
+        yield from _tree_lines(
+            zk, child_path, prefix + ("    " if last else "│   "), depth + 1, max_depth, max_children
+        )
+
+
+def _natural(name: str) -> tuple[int, int | str]:
+    """Partition numbers in numeric order (0, 1, 2, ..., 10), names in text order after them."""
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+def _span(names: list[str]) -> str:
+    return f"{names[0]} … {names[-1]}" if len(names) > 2 else ", ".join(names)
 
 
 def format_stat(stat: ZnodeStat) -> str:

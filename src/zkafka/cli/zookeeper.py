@@ -7,7 +7,7 @@ import signal
 import threading
 from pathlib import Path
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 
 def register(sub: argparse._SubParsersAction) -> None:

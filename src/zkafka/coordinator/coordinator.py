@@ -80,6 +80,8 @@ class CommitRequest:
     offset: int
     leader_epoch: int = -1
     metadata: str | None = ""
+    commit_timestamp: int = -1
+    """OffsetCommit v1's per-partition timestamp; -1 (every later version) means the broker's now."""
 
 
 # -- the coordinator -------------------------------------------------------------------------------------
@@ -298,7 +300,13 @@ class GroupCoordinator(GroupMembership):
         now = self.now_ms()
         expire = None if retention_ms < 0 else now + retention_ms
         values = {
-            tp: OffsetAndMetadata(req.offset, req.leader_epoch, req.metadata or "", now, expire)
+            tp: OffsetAndMetadata(
+                req.offset,
+                req.leader_epoch,
+                req.metadata or "",
+                now if req.commit_timestamp < 0 else req.commit_timestamp,
+                expire,
+            )
             for tp, req in offsets.items()
         }
         records: list[KeyValue] = [

@@ -12,10 +12,10 @@ from pathlib import Path
 from zkafka.client.admin import AdminClient
 from zkafka.client.connection import BrokerConnection
 from zkafka.client.producer import Producer
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol.messages import MetadataRequest
-from zkafka.server.launcher import LocalCluster
 from zkafka.testing.zookeeper import new_chroot
-from zkafka.zk.server import ZooKeeperServer
 
 TEST_BROKER_DEFAULTS = {"offsets.topic.replication.factor": "1"}
 """Test clusters keep `__consumer_offsets` on one replica (fast to create; the tests that need it

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from kazoo.client import KazooClient
 
-from zkafka.zk.server import ZooKeeperServer
+from zkafka.local.zookeeper import ZooKeeperServer
 
 
 def new_chroot(prefix: str = "zkafka-test") -> str:

@@ -1,7 +1,6 @@
 """ZooKeeper access in Apache Kafka's znode layout.
 
-Modules (import what you need; this package imports nothing eagerly so that `zkafka.zk.server`
-stays cheap to load):
+Modules (import what you need; this package imports nothing eagerly):
 
 * `znodes`      every znode's path and data codec (the only place paths are built);
 * `model`, `acls` the typed values stored in znodes;
@@ -15,5 +14,7 @@ stays cheap to load):
 * `ops`         `multi` operations as plain values;
 * `notifications` the change-notification listener algorithm;
 * `watch_bridge` kazoo watches and session events delivered into an asyncio loop; `ZkExecutor`;
-* `errors`      the exceptions; `server` the embedded ZooKeeper server process.
+* `errors`      the exceptions.
+
+The embedded ZooKeeper server process is run by `zkafka.local.zookeeper`.
 """

@@ -15,7 +15,7 @@ an asyncio loop thread, use `watch_bridge.ZkExecutor`.
 
 jute.maxbuffer: ZooKeeper 3.6+ servers default to 1 MB per packet; Kafka raises its client limit to
 4 MB because large topic or ACL znodes can exceed 1 MB. kazoo has no client-side limit; the server
-started by `zkafka.zk.server` is configured with 4 MB, production ensembles need the same setting.
+started by `zkafka.local.zookeeper` is configured with 4 MB, production ensembles need the same setting.
 """
 
 from __future__ import annotations

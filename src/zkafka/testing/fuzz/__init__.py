@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Final
 
-from zkafka.server.launcher import LocalCluster
+from zkafka.local.launcher import LocalCluster
 from zkafka.testing.fuzz.generate import FUZZ_TOPICS, RequestGenerator
 from zkafka.testing.fuzz.runner import FuzzConfig, Fuzzer, Report, Target, load_frames, run_case, summary
 

@@ -99,8 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = Target(host or "127.0.0.1", int(port), pid=args.broker_pid, log_path=args.broker_log)
         return _run(target, args)
 
+    from zkafka.local.zookeeper import ZooKeeperServer
     from zkafka.testing.cluster import running_cluster
-    from zkafka.zk.server import ZooKeeperServer
 
     directory = Path(tempfile.mkdtemp(prefix="zkafka-fuzz-"))
     print(f"starting ZooKeeper and {args.brokers} broker(s) in {directory}")

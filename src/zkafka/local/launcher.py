@@ -3,7 +3,8 @@
 This is what `zkafka cluster up|status|down` and the test fixtures use: every broker is a real
 `zkafka server-start <dir>/server.properties` process on a free loopback port, with its own
 log directory under the cluster directory. The cluster's layout is recorded in
-`<dir>/cluster.json` so a later `zkafka cluster down` (another process) can find the pids.
+`<dir>/cluster.json` so a later `zkafka cluster down` (another process) can find the pids, and
+the tools the addresses (`zkafka.cli.target`).
 
     cluster = LocalCluster(Path(".zkafka/cluster"))
     cluster.up(3)                       # embedded ZooKeeper + brokers 1..3, waits until ready
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
-from zkafka.zk.server import four_letter_word, free_port
+from zkafka.local.zookeeper import four_letter_word, free_port
 
 STATE_FILE = "cluster.json"
 EMBEDDED = "embedded"

@@ -1,0 +1,163 @@
+"""Which cluster a tool talks to: `--bootstrap-server`, `--zookeeper`, or the local cluster.
+
+Every command that talks to a cluster adds its connection flags with `add_target_args`. When the
+user gives none of them, `zkafka.cli.main` calls `fill_from_local_cluster` before the command
+runs: the brokers (or the ZooKeeper, for commands that only speak ZooKeeper) of the cluster that
+`zkafka cluster up` recorded in `--cluster-dir` (default `.zkafka/cluster`, as for `cluster up`)
+are used, so
+
+    zkafka cluster up --brokers 3
+    zkafka topics --create --topic t --partitions 6 --replication-factor 3
+    zkafka console-consumer --topic t --from-beginning
+
+needs no port copied. With no such cluster running the command stops with one line saying what to
+pass. This module is the only place that reads a local cluster's address for a tool, and
+`open_zookeeper` the one way an admin tool opens its `--zookeeper` session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from zkafka.cli.errors import CliError
+from zkafka.cli.output import quiet_libraries
+
+if TYPE_CHECKING:
+    from zkafka.local.launcher import LocalCluster
+    from zkafka.zk.client import KafkaZkClient
+
+DEFAULT_CLUSTER_DIR = Path(".zkafka/cluster")
+"""Where `zkafka cluster up` keeps its cluster, relative to the working directory."""
+
+ZOOKEEPER_TIMEOUT_S = 15.0
+"""How long an admin tool waits for its ZooKeeper session."""
+
+_FILLS = "target_fills"
+"""Namespace attribute naming what a local cluster fills in: "bootstrap_server" or "zookeeper"."""
+
+
+@dataclass(frozen=True)
+class LocalTarget:
+    """The addresses of a running local cluster."""
+
+    directory: Path
+    bootstrap_servers: str  # the live brokers, "" when none runs
+    zookeeper_connect: str  # "" when its ZooKeeper does not answer
+
+
+def add_target_args(
+    parser: argparse.ArgumentParser,
+    *,
+    bootstrap: str | None = "brokers to connect to",
+    zookeeper: str | None = None,
+    broker_list: bool = False,
+) -> None:
+    """Add `--bootstrap-server` (help `bootstrap`; None: none), `--zookeeper` (help `zookeeper`;
+    None: none), Kafka's older `--broker-list` spelling of --bootstrap-server if `broker_list`, all
+    mutually exclusive and optional, and `--cluster-dir`."""
+    where = parser.add_mutually_exclusive_group()
+    if bootstrap is not None:
+        where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help=bootstrap)
+        if broker_list:
+            where.add_argument(
+                "--broker-list",
+                dest="bootstrap_server",
+                metavar="HOST:PORT[,...]",
+                help="= --bootstrap-server",
+            )
+    if zookeeper is not None:
+        where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help=zookeeper)
+    given = " or ".join(f"--{f}" for f, h in (("bootstrap-server", bootstrap), ("zookeeper", zookeeper)) if h)
+    parser.add_argument(
+        "--cluster-dir",
+        type=Path,
+        default=DEFAULT_CLUSTER_DIR,
+        metavar="DIR",
+        help=f"without {given}: use the `zkafka cluster up` cluster running in DIR "
+        f"(default {DEFAULT_CLUSTER_DIR})",
+    )
+    parser.set_defaults(**{_FILLS: "bootstrap_server" if bootstrap is not None else "zookeeper"})
+
+
+def fill_from_local_cluster(args: argparse.Namespace) -> None:
+    """Give `args` the local cluster's address when the command takes one and none was given."""
+    fills = getattr(args, _FILLS, None)
+    if fills is None or getattr(args, "bootstrap_server", None) or getattr(args, "zookeeper", None):
+        return
+    flag = f"--{fills.replace('_', '-')}"
+    what_to_pass = f"pass {flag} {'HOST:PORT' if fills == 'bootstrap_server' else 'HOST:PORT[/chroot]'}"
+    try:
+        found = local_cluster(args.cluster_dir)
+    except CliError as e:
+        raise CliError(f"no {flag} given and {e}; {what_to_pass}") from None
+    address = found.bootstrap_servers if fills == "bootstrap_server" else found.zookeeper_connect
+    if not address:
+        raise CliError(
+            f"no {flag} given and the cluster in {found.directory} is not running "
+            f"(`{_up_command(found.directory)}` starts it again); {what_to_pass}"
+        )
+    setattr(args, fills, address)
+
+
+def local_cluster(directory: Path) -> LocalTarget:
+    """The addresses of the cluster `zkafka cluster up` recorded in `directory`, as far as it runs."""
+    cluster = load_local_cluster(directory)
+    live = [b for b in sorted(cluster.brokers) if cluster.broker_alive(b)]
+    # an external ZooKeeper (`cluster up --zookeeper`) outlives the cluster: it is named as recorded
+    # and the tool reports it if it does not answer (it may not answer `ruok` even when it runs)
+    zookeeper_running = not cluster.zookeeper_embedded or cluster.zookeeper_alive()
+    return LocalTarget(
+        directory,
+        ",".join(cluster.brokers[b].bootstrap for b in live),
+        cluster.zookeeper_connect if zookeeper_running else "",
+    )
+
+
+def load_local_cluster(directory: Path) -> LocalCluster:
+    """The cluster recorded in `directory`, or a one-line CliError saying there is none."""
+    from zkafka.local.launcher import STATE_FILE, LocalCluster
+
+    try:
+        return LocalCluster.load(directory)
+    except FileNotFoundError:
+        raise CliError(
+            f"no local cluster in {directory} (start one with `{_up_command(directory)}`)"
+        ) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise CliError(f"{directory / STATE_FILE} is damaged: {e}") from None
+
+
+def _up_command(directory: Path) -> str:
+    return "zkafka cluster up" + ("" if directory == DEFAULT_CLUSTER_DIR else f" --dir {directory}")
+
+
+@contextmanager
+def open_zookeeper(connect: str, timeout_s: float = ZOOKEEPER_TIMEOUT_S) -> Iterator[KafkaZkClient]:
+    """A ZooKeeper session for an admin command; the chroot must already exist (a tool never creates
+    one: a typo would otherwise look like an empty cluster)."""
+    from zkafka.zk.client import KafkaZkClient
+    from zkafka.zk.errors import ZkConnectionError, ZkError
+
+    quiet_libraries()  # our one-line error says what kazoo would in many
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            zk = KafkaZkClient(connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False)
+    except ValueError as e:
+        raise CliError(f"bad --zookeeper {connect!r}: {e}") from None
+    except ZkConnectionError as e:
+        raise CliError(str(e)) from None
+    try:
+        if zk.exists("/brokers") is None:
+            raise CliError(f"no Kafka cluster at {connect} (no /brokers znode; wrong chroot?)")
+        yield zk
+    except ZkError as e:
+        raise CliError(str(e)) from None
+    finally:
+        zk.close()
