@@ -13,6 +13,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,3 +104,10 @@ def test_pyfiles_zip_serves_batch_and_streaming_on_workers_without_zkafka(
         assert workers_of(bare_workers, result[job]) == {0, 1}, job
     written = read_topic(bootstrap, write_topic, 2, 300)
     assert sorted(int(v) for _, v in written) == list(range(300))
+
+
+def test_package_zip_holds_the_sources_only(tmp_path: Path) -> None:
+    with zipfile.ZipFile(build_pyfiles_zip(tmp_path / "z.zip")) as archive:
+        names = archive.namelist()
+    assert {"zkafka/__init__.py", "zkafka/spark/source.py", "zkafka/spark/reader.py"} <= set(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
