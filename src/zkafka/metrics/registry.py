@@ -1,0 +1,151 @@
+"""`Registry`: the broker's metrics. Counting is a dict bump on the owner's hot path; everything else
+(gauges, cumulating histogram buckets, formatting) happens when Prometheus scrapes.
+
+* Counters and histograms live here: owners hold the `Counter`/`Histogram` object and bump it once
+  per request or per batch, never per record.
+* Values owned elsewhere (a partition's size, the ISR counts, the session state) are read from
+  callbacks registered with `register`, called only at scrape time.
+
+Everything runs on the broker's event loop (bumps and scrapes alike), so nothing is locked. Names
+must be in `catalogue.CATALOGUE`, which fixes kind, labels and help text.
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
+
+from zkafka.metrics.catalogue import BY_NAME, MS_BUCKETS, Kind, MetricDef
+from zkafka.metrics.exposition import LabelKey, escape_help, format_labels, format_value
+
+__all__ = ["Counter", "Histogram", "Registry", "SampleCallback", "Samples"]
+
+log = logging.getLogger("zkafka.metrics")
+
+Samples = Iterable[tuple[LabelKey, float]]
+SampleCallback = Callable[[], Samples]
+
+
+class Counter:
+    """Monotonic counts by label values. `values` may be bumped directly where even a call matters."""
+
+    __slots__ = ("definition", "values")
+
+    def __init__(self, definition: MetricDef) -> None:
+        self.definition = definition
+        # An unlabelled counter reads 0 before its first event: alerts can tell "none" from "absent".
+        self.values: dict[LabelKey, int] = {} if definition.labels else {(): 0}
+
+    def inc(self, key: LabelKey = (), amount: int = 1) -> None:
+        values = self.values
+        values[key] = values.get(key, 0) + amount
+
+
+class Histogram:
+    """Observations by label values; each series is a list of per-bucket counts (not cumulative, so an
+    observation touches one slot) followed by the +Inf count and the sum."""
+
+    __slots__ = ("bounds", "definition", "series")
+
+    def __init__(self, definition: MetricDef, bounds: tuple[float, ...]) -> None:
+        self.definition = definition
+        self.bounds = bounds
+        self.series: dict[LabelKey, list[float]] = {}
+
+    def observe(self, key: LabelKey, value: float) -> None:
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = [0] * (len(self.bounds) + 2)
+        series[bisect_left(self.bounds, value)] += 1  # the first bound >= value: Prometheus' `le`
+        series[-1] += value
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._counters: dict[str, Counter] = {}
+        self._histograms: dict[str, Histogram] = {}
+        self._callbacks: dict[str, list[SampleCallback]] = {}
+        self.scrape_failures = 0
+
+    def counter(self, name: str) -> Counter:
+        """The counter `name` (the same object on every call)."""
+        found = self._counters.get(name)
+        if found is None:
+            found = self._counters[name] = Counter(_definition(name, Kind.COUNTER))
+        return found
+
+    def histogram(self, name: str, bounds: tuple[float, ...] = MS_BUCKETS) -> Histogram:
+        found = self._histograms.get(name)
+        if found is None:
+            if list(bounds) != sorted(set(bounds)):
+                raise ValueError(f"histogram bounds must increase: {bounds}")
+            found = self._histograms[name] = Histogram(_definition(name, Kind.HISTOGRAM), bounds)
+        return found
+
+    def register(self, name: str, callback: SampleCallback) -> Callable[[], None]:
+        """Read `name` (a gauge, or a counter owned elsewhere) from `callback` at every scrape. Several
+        callbacks may feed one name (one per log dir, say). Returns the function that unregisters it."""
+        definition = BY_NAME.get(name)
+        if definition is None or definition.kind is Kind.HISTOGRAM:
+            raise ValueError(f"{name!r} is not a gauge or counter of the catalogue")
+        callbacks = self._callbacks.setdefault(name, [])
+        callbacks.append(callback)
+        return lambda: callbacks.remove(callback) if callback in callbacks else None
+
+    # -- scrape --------------------------------------------------------------------------------------
+    def render(self) -> str:
+        """The whole exposition, catalogue order. A callback that fails costs its own samples only."""
+        out: list[str] = []
+        for definition in BY_NAME.values():
+            name = definition.name
+            if name in self._histograms:
+                lines = _histogram_lines(self._histograms[name])
+            else:
+                samples: list[tuple[LabelKey, float]] = []
+                counter = self._counters.get(name)
+                if counter is not None:
+                    samples.extend(counter.values.items())
+                for callback in self._callbacks.get(name, ()):
+                    samples.extend(self._call(name, callback))
+                if not samples:
+                    continue
+                labels = definition.labels
+                lines = [f"{name}{format_labels(labels, key)} {format_value(v)}" for key, v in samples]
+            out.append(f"# HELP {name} {escape_help(definition.help)}")
+            out.append(f"# TYPE {name} {definition.kind.value}")
+            out.extend(lines)
+        out.append("")
+        return "\n".join(out)
+
+    def _call(self, name: str, callback: SampleCallback) -> list[tuple[LabelKey, float]]:
+        try:
+            return list(callback())
+        except Exception:
+            self.scrape_failures += 1
+            log.exception("metrics callback for %s failed; its samples are left out of this scrape", name)
+            return []
+
+
+def _definition(name: str, kind: Kind) -> MetricDef:
+    definition = BY_NAME.get(name)
+    if definition is None or definition.kind is not kind:
+        raise ValueError(f"{name!r} is not a {kind.value} of the catalogue")
+    return definition
+
+
+def _histogram_lines(histogram: Histogram) -> list[str]:
+    definition = histogram.definition
+    name, labels = definition.name, definition.labels
+    bounds = [*(format_value(float(b)) for b in histogram.bounds), "+Inf"]
+    lines = []
+    for key, series in histogram.series.items():
+        cumulative = 0
+        for bound, count in zip(bounds, series, strict=False):
+            cumulative += int(count)
+            le = f'le="{bound}"'
+            lines.append(f"{name}_bucket{format_labels(labels, key, le)} {cumulative}")
+        plain = format_labels(labels, key)
+        lines.append(f"{name}_sum{plain} {format_value(float(series[-1]))}")
+        lines.append(f"{name}_count{plain} {cumulative}")
+    return lines
