@@ -36,10 +36,32 @@ def format_labels(names: Sequence[str], key: LabelKey, extra: str = "") -> str:
 
 
 def format_value(value: float) -> str:
-    if isinstance(value, int):
+    if type(value) is int:
         return str(value)
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value))
+
+
+class LabelCache:
+    """The formatted label sets of one metric, remembered between scrapes: a broker's series (its
+    partitions, topics, API names) hardly change, so most scrapes format no label at all. Entries of
+    series that went away are dropped when the cache grows past twice the last scrape's series."""
+
+    __slots__ = ("_formatted", "names")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._formatted: dict[LabelKey, str] = {}
+
+    def get(self, key: LabelKey) -> str:
+        found = self._formatted.get(key)
+        if found is None:
+            found = self._formatted[key] = format_labels(self.names, key)
+        return found
+
+    def trim(self, live: int) -> None:
+        if len(self._formatted) > 2 * live + 1024:
+            self._formatted.clear()

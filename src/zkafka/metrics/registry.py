@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 from zkafka.metrics.catalogue import BY_NAME, MS_BUCKETS, Kind, MetricDef
-from zkafka.metrics.exposition import LabelKey, escape_help, format_labels, format_value
+from zkafka.metrics.exposition import LabelCache, LabelKey, escape_help, format_labels, format_value
 
 __all__ = ["Counter", "Histogram", "Registry", "SampleCallback", "Samples"]
 
@@ -50,15 +50,24 @@ class Histogram:
 
     def __init__(self, definition: MetricDef, bounds: tuple[float, ...]) -> None:
         self.definition = definition
-        self.bounds = bounds
+        # Floats only: bisecting a float among mixed ints and floats costs twice as much.
+        self.bounds = tuple(float(b) for b in bounds)
         self.series: dict[LabelKey, list[float]] = {}
 
     def observe(self, key: LabelKey, value: float) -> None:
         series = self.series.get(key)
         if series is None:
-            series = self.series[key] = [0] * (len(self.bounds) + 2)
+            series = self.series_of(key)
         series[bisect_left(self.bounds, value)] += 1  # the first bound >= value: Prometheus' `le`
         series[-1] += value
+
+    def series_of(self, key: LabelKey) -> list[float]:
+        """The series of `key`, created empty if new (callers on a hot path may keep it and update it
+        as `observe` does)."""
+        series = self.series.get(key)
+        if series is None:
+            series = self.series[key] = [0] * (len(self.bounds) + 2)
+        return series
 
 
 class Registry:
@@ -66,6 +75,7 @@ class Registry:
         self._counters: dict[str, Counter] = {}
         self._histograms: dict[str, Histogram] = {}
         self._callbacks: dict[str, list[SampleCallback]] = {}
+        self._labels = {d.name: LabelCache(d.labels) for d in BY_NAME.values()}
         self.scrape_failures = 0
 
     def counter(self, name: str) -> Counter:
@@ -110,8 +120,9 @@ class Registry:
                     samples.extend(self._call(name, callback))
                 if not samples:
                     continue
-                labels = definition.labels
-                lines = [f"{name}{format_labels(labels, key)} {format_value(v)}" for key, v in samples]
+                labels = self._labels[name]
+                lines = [f"{name}{labels.get(key)} {format_value(v)}" for key, v in samples]
+                labels.trim(len(samples))
             out.append(f"# HELP {name} {escape_help(definition.help)}")
             out.append(f"# TYPE {name} {definition.kind.value}")
             out.extend(lines)
@@ -137,7 +148,7 @@ def _definition(name: str, kind: Kind) -> MetricDef:
 def _histogram_lines(histogram: Histogram) -> list[str]:
     definition = histogram.definition
     name, labels = definition.name, definition.labels
-    bounds = [*(format_value(float(b)) for b in histogram.bounds), "+Inf"]
+    bounds = [*(format_value(b) for b in histogram.bounds), "+Inf"]
     lines = []
     for key, series in histogram.series.items():
         cumulative = 0
