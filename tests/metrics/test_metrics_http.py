@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -10,6 +11,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from zkafka.config.broker import BrokerConfig
+from zkafka.config.errors import ConfigError
 from zkafka.metrics import Registry
 from zkafka.metrics import http as metrics_http
 from zkafka.metrics.address import parse_metrics_listener
@@ -150,3 +153,27 @@ def test_listener_addresses(text: str, expected: tuple[str, int]) -> None:
 def test_bad_listener_addresses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_metrics_listener(text)
+
+
+def test_stop_ends_connections_in_progress_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        server, port = await serving(lambda: "")
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /met")  # half a request: its handler is waiting
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        await asyncio.wait_for(server.stop(), 5)
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+
+    with caplog.at_level(logging.ERROR):
+        run(main())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_the_broker_config_key() -> None:
+    config = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "metrics.listener": "http://:9404"})
+    assert config.metrics_listener == "http://:9404"
+    assert BrokerConfig.from_properties({"zookeeper.connect": "zk:2181"}).metrics_listener is None
+    with pytest.raises(ConfigError, match=r"metrics\.listener"):
+        BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "metrics.listener": "9404"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from zkafka.metrics import Registry
 from zkafka.metrics.lag import (
     GroupSnapshot,
+    consumer_group_samples,
     group_lag,
     group_samples,
     lag_samples,
@@ -46,3 +47,44 @@ def test_samples_feed_the_registry() -> None:
     assert 'kafka_consumergroup_state{consumergroup="g",state="Stable"} 1' in text
     assert 'kafka_consumergroup_members{consumergroup="g"} 2' in text
     assert "kafka_consumergroup_lag_seconds{" not in text  # no timestamp, no guess
+
+
+def test_one_pass_reports_every_group_metric_through_register_group() -> None:
+    registry = Registry()
+    groups = [
+        GroupSnapshot("coordinated", {("t", 0): 90, ("t", 1): 100}, "Stable", 3),
+        GroupSnapshot("zk-consumers", {("t", 0): 40}),  # a seeds' ZooKeeper group: no state read
+    ]
+    calls = []
+
+    def collect() -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        calls.append(1)
+        return consumer_group_samples(
+            groups, {("t", 0): 100, ("t", 1): 100}, {("zk-consumers", "t", 0): 1_000}, now_ms=61_000
+        )
+
+    registry.register_group(
+        ["kafka_consumergroup_lag", "kafka_consumergroup_lag_seconds", "kafka_consumergroup_current_offset",
+         "kafka_consumergroup_members", "kafka_consumergroup_state"],
+        collect,
+    )
+    text = registry.render()
+    assert len(calls) == 1
+    assert 'kafka_consumergroup_lag{consumergroup="coordinated",topic="t",partition="0"} 10' in text
+    assert 'kafka_consumergroup_lag{consumergroup="coordinated",topic="t",partition="1"} 0' in text
+    assert 'kafka_consumergroup_lag{consumergroup="zk-consumers",topic="t",partition="0"} 60' in text
+    seconds = "kafka_consumergroup_lag_seconds"
+    assert f'{seconds}{{consumergroup="zk-consumers",topic="t",partition="0"}} 60.0' in text
+    assert f'{seconds}{{consumergroup="coordinated",topic="t",partition="1"}} 0.0' in text
+    assert 'kafka_consumergroup_members{consumergroup="coordinated"} 3' in text
+    assert 'consumergroup="zk-consumers",state' not in text
+
+
+def test_a_group_callback_naming_metrics_it_did_not_register_is_left_out() -> None:
+    registry = Registry()
+    wrong = {"kafka_consumergroup_members": [(("g",), 1)]}
+    registry.register_group(["kafka_consumergroup_lag"], lambda: wrong)
+    registry.register("kafka_server_replicamanager_leadercount", lambda: [((), 1)])
+    text = registry.render()
+    assert "kafka_consumergroup_members{" not in text and registry.scrape_failures == 1
+    assert "kafka_server_replicamanager_leadercount 1" in text

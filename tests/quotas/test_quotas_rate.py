@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from zkafka.config.broker import BrokerConfig
 from zkafka.quotas.entities import ClientEntity, EntityKey, QuotaLimit, resolve
 from zkafka.quotas.manager import QuotaManager, QuotaWindows, RequestQuotaManager
 from zkafka.quotas.rate import SampledRate
@@ -118,3 +119,12 @@ def test_idle_measurements_expire() -> None:
     assert manager.expire_idle(1_000) == 0
     assert manager.expire_idle(3_600_000) == 1
     assert manager.rate(WHO, 3_600_000) is None
+
+
+def test_windows_come_from_the_broker_config() -> None:
+    config = BrokerConfig.from_properties(
+        {"zookeeper.connect": "zk:2181", "quota.window.num": "5", "quota.window.size.seconds": "2"}
+    )
+    assert QuotaWindows.from_config(config) == QuotaWindows(5, 2)
+    defaults = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181"})
+    assert QuotaWindows.from_config(defaults) == QuotaWindows()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 __all__ = [
     "GroupSnapshot",
     "PartitionLag",
+    "consumer_group_samples",
     "group_lag",
     "group_samples",
     "lag_samples",
@@ -109,6 +110,29 @@ def lag_samples(lags: Iterable[PartitionLag]) -> dict[str, list[tuple[tuple[str,
         out["kafka_consumergroup_current_offset"].append((key, p.committed))
         if p.lag_seconds is not None:
             out["kafka_consumergroup_lag_seconds"].append((key, p.lag_seconds))
+    return out
+
+
+def consumer_group_samples(
+    groups: Iterable[GroupSnapshot],
+    end_offsets: Mapping[TopicPartitionKey, int],
+    first_unconsumed_timestamps_ms: Mapping[tuple[str, str, int], int] | None = None,
+    now_ms: int = 0,
+) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    """Every kafka_consumergroup_* sample of `groups`, in one pass: the `Registry.register_group`
+    callback of a lag reporter. `first_unconsumed_timestamps_ms` is keyed (group, topic, partition)."""
+    snapshots = list(groups)
+    by_group: dict[str, dict[TopicPartitionKey, int]] = {}
+    for (group, topic, partition), ts in (first_unconsumed_timestamps_ms or {}).items():
+        by_group.setdefault(group, {})[(topic, partition)] = ts
+    out: dict[str, list[tuple[tuple[str, ...], float]]] = {}
+    for snapshot in snapshots:
+        timestamps = by_group.get(snapshot.group)
+        lags = group_lag(snapshot.group, snapshot.committed, end_offsets, timestamps, now_ms)
+        for name, samples in lag_samples(lags).items():
+            out.setdefault(name, []).extend(samples)
+    for name, samples in group_samples(snapshots).items():
+        out.setdefault(name, []).extend(samples)
     return out
 
 

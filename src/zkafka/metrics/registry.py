@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from zkafka.metrics.catalogue import BY_NAME, MS_BUCKETS, Kind, MetricDef
 from zkafka.metrics.exposition import LabelCache, LabelKey, escape_help, format_labels, format_value
@@ -25,6 +25,8 @@ log = logging.getLogger("zkafka.metrics")
 
 Samples = Iterable[tuple[LabelKey, float]]
 SampleCallback = Callable[[], Samples]
+GroupCallback = Callable[[], Mapping[str, Samples]]
+"""Samples of several metrics computed together (consumer lag: one pass gives lag, offsets, lag seconds)."""
 
 
 class Counter:
@@ -75,6 +77,7 @@ class Registry:
         self._counters: dict[str, Counter] = {}
         self._histograms: dict[str, Histogram] = {}
         self._callbacks: dict[str, list[SampleCallback]] = {}
+        self._groups: list[tuple[frozenset[str], GroupCallback]] = []
         self._labels = {d.name: LabelCache(d.labels) for d in BY_NAME.values()}
         self.scrape_failures = 0
 
@@ -103,10 +106,23 @@ class Registry:
         callbacks.append(callback)
         return lambda: callbacks.remove(callback) if callback in callbacks else None
 
+    def register_group(self, names: Iterable[str], callback: GroupCallback) -> Callable[[], None]:
+        """Like `register` for several metrics at once: `callback` is called once per scrape and returns
+        samples by metric name (names it leaves out have no samples this time)."""
+        wanted = frozenset(names)
+        for name in wanted:
+            definition = BY_NAME.get(name)
+            if definition is None or definition.kind is Kind.HISTOGRAM:
+                raise ValueError(f"{name!r} is not a gauge or counter of the catalogue")
+        entry = (wanted, callback)
+        self._groups.append(entry)
+        return lambda: self._groups.remove(entry) if entry in self._groups else None
+
     # -- scrape --------------------------------------------------------------------------------------
     def render(self) -> str:
         """The whole exposition, catalogue order. A callback that fails costs its own samples only."""
         out: list[str] = []
+        grouped = self._call_groups()
         for definition in BY_NAME.values():
             name = definition.name
             if name in self._histograms:
@@ -118,6 +134,7 @@ class Registry:
                     samples.extend(counter.values.items())
                 for callback in self._callbacks.get(name, ()):
                     samples.extend(self._call(name, callback))
+                samples.extend(grouped.get(name, ()))
                 if not samples:
                     continue
                 labels = self._labels[name]
@@ -128,6 +145,22 @@ class Registry:
             out.extend(lines)
         out.append("")
         return "\n".join(out)
+
+    def _call_groups(self) -> dict[str, list[tuple[LabelKey, float]]]:
+        out: dict[str, list[tuple[LabelKey, float]]] = {}
+        for names, callback in list(self._groups):
+            try:
+                found = {name: list(samples) for name, samples in callback().items()}
+                unexpected = set(found) - names
+                if unexpected:
+                    raise ValueError(f"returned metrics it did not register: {sorted(unexpected)}")
+            except Exception:
+                self.scrape_failures += 1
+                log.exception("metrics callback for %s failed; its samples are left out", sorted(names))
+                continue
+            for name, samples in found.items():
+                out.setdefault(name, []).extend(samples)
+        return out
 
     def _call(self, name: str, callback: SampleCallback) -> list[tuple[LabelKey, float]]:
         try:
