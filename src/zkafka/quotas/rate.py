@@ -10,6 +10,10 @@ window to now, but never less than `samples - 1` full windows. That floor is wha
 first burst from reading as an enormous rate (one 1 MB request 1 ms after start is 1 MB over 10 s with
 Kafka's defaults, not 1 GB/s), and it is why KIP-219's throttle time comes out proportional to the
 window: throttle = (rate - bound) / bound * window span.
+
+This is Kafka 2.8's SampledStat (the protocol generation zkafka speaks): a new window starts at the
+record that opens it. Kafka 3.x later aligns new windows to multiples of `window_ms` after the previous
+one; for a client sending steadily the two measure the same rate.
 """
 
 from __future__ import annotations
