@@ -99,9 +99,7 @@ class Registry:
     def register(self, name: str, callback: SampleCallback) -> Callable[[], None]:
         """Read `name` (a gauge, or a counter owned elsewhere) from `callback` at every scrape. Several
         callbacks may feed one name (one per log dir, say). Returns the function that unregisters it."""
-        definition = BY_NAME.get(name)
-        if definition is None or definition.kind is Kind.HISTOGRAM:
-            raise ValueError(f"{name!r} is not a gauge or counter of the catalogue")
+        _check_readable(name)
         callbacks = self._callbacks.setdefault(name, [])
         callbacks.append(callback)
         return lambda: callbacks.remove(callback) if callback in callbacks else None
@@ -111,40 +109,52 @@ class Registry:
         samples by metric name (names it leaves out have no samples this time)."""
         wanted = frozenset(names)
         for name in wanted:
-            definition = BY_NAME.get(name)
-            if definition is None or definition.kind is Kind.HISTOGRAM:
-                raise ValueError(f"{name!r} is not a gauge or counter of the catalogue")
+            _check_readable(name)
         entry = (wanted, callback)
         self._groups.append(entry)
         return lambda: self._groups.remove(entry) if entry in self._groups else None
 
     # -- scrape --------------------------------------------------------------------------------------
     def render(self) -> str:
-        """The whole exposition, catalogue order. A callback that fails costs its own samples only."""
+        """The whole exposition, catalogue order. A callback that fails, or a metric whose samples do not
+        fit its labels (a bug in its owner), costs that metric's samples only."""
         out: list[str] = []
         grouped = self._call_groups()
         for definition in BY_NAME.values():
-            name = definition.name
-            if name in self._histograms:
-                lines = _histogram_lines(self._histograms[name])
-            else:
-                samples: list[tuple[LabelKey, float]] = []
-                counter = self._counters.get(name)
-                if counter is not None:
-                    samples.extend(counter.values.items())
-                for callback in self._callbacks.get(name, ()):
-                    samples.extend(self._call(name, callback))
-                samples.extend(grouped.get(name, ()))
-                if not samples:
-                    continue
-                labels = self._labels[name]
-                lines = [f"{name}{labels.get(key)} {format_value(v)}" for key, v in samples]
-                labels.trim(len(samples))
-            out.append(f"# HELP {name} {escape_help(definition.help)}")
-            out.append(f"# TYPE {name} {definition.kind.value}")
+            try:
+                lines = self._lines(definition, grouped)
+            except Exception:
+                self.scrape_failures += 1
+                log.exception("rendering %s failed; it is left out of this scrape", definition.name)
+                continue
+            if lines is None:
+                continue
+            out.append(f"# HELP {definition.name} {escape_help(definition.help)}")
+            out.append(f"# TYPE {definition.name} {definition.kind.value}")
             out.extend(lines)
         out.append("")
         return "\n".join(out)
+
+    def _lines(
+        self, definition: MetricDef, grouped: Mapping[str, list[tuple[LabelKey, float]]]
+    ) -> list[str] | None:
+        """The sample lines of one metric; None when it has no samples (nothing is written for it)."""
+        name = definition.name
+        if name in self._histograms:
+            return _histogram_lines(self._histograms[name])
+        samples: list[tuple[LabelKey, float]] = []
+        counter = self._counters.get(name)
+        if counter is not None:
+            samples.extend(counter.values.items())
+        for callback in self._callbacks.get(name, ()):
+            samples.extend(self._call(name, callback))
+        samples.extend(grouped.get(name, ()))
+        if not samples:
+            return None
+        labels = self._labels[name]
+        lines = [f"{name}{labels.get(key)} {format_value(v)}" for key, v in samples]
+        labels.trim(len(samples))
+        return lines
 
     def _call_groups(self) -> dict[str, list[tuple[LabelKey, float]]]:
         out: dict[str, list[tuple[LabelKey, float]]] = {}
@@ -169,6 +179,12 @@ class Registry:
             self.scrape_failures += 1
             log.exception("metrics callback for %s failed; its samples are left out of this scrape", name)
             return []
+
+
+def _check_readable(name: str) -> None:
+    definition = BY_NAME.get(name)
+    if definition is None or definition.kind is Kind.HISTOGRAM:
+        raise ValueError(f"{name!r} is not a gauge or counter of the catalogue")
 
 
 def _definition(name: str, kind: Kind) -> MetricDef:
