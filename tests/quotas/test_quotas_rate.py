@@ -63,6 +63,17 @@ def test_twice_the_quota_is_throttled_in_proportion_to_the_window() -> None:
     assert manager.throttle_time_ms[("produce", "", "app")] == sum(throttles.values())
 
 
+@pytest.mark.parametrize("factor", [1.5, 2.0, 3.0, 5.0])
+def test_steady_overload_is_throttled_by_the_excess_times_the_span(factor: float) -> None:
+    """k times the quota, steadily: throttle = (k - 1) * span (10 s with Kafka's defaults)."""
+    manager, _ = produce_manager()
+    per_tick = BOUND * factor / 10  # every 100 ms
+    throttle = 0
+    for t in range(0, 60_001, 100):
+        throttle = manager.record(WHO, per_tick, t)
+    assert throttle == pytest.approx((factor - 1) * 10_000, rel=0.03)
+
+
 def test_a_client_that_honours_throttles_converges_to_its_quota() -> None:
     """KIP-219 clients wait out throttle_time_ms before sending again: the achieved rate settles at the
     bound however hard the client pushes."""
