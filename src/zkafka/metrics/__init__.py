@@ -8,7 +8,8 @@ Modules: `catalogue` (every metric as data: name, kind, labels, help, suggested 
 (docs/operations.md's metrics list).
 
 Not wired into the broker yet. Where each piece is meant to be called from:
-* broker startup: one `Registry`; `register_process_metrics`; `MetricsServer(registry.render,
+* broker startup: one `Registry` (handlers reach `TopicMetrics`/`RequestMetrics` as fields of
+  `server.services.BrokerServices`); `register_process_metrics`; `MetricsServer(registry.render,
   *parse_metrics_listener(config.metrics_listener))` started when the key is set (log the bound port,
   `cluster up` records it), stopped at shutdown;
 * dispatcher/network: `RequestMetrics.completed` once per response, with Kafka's time split (arrival

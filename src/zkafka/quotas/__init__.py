@@ -7,8 +7,10 @@ Modules: `types` (the quota keys and valid values), `entities` (precedence: who 
 sampled Rate), `manager` (`QuotaManager`, `RequestQuotaManager`: record -> throttle ms; no I/O).
 Not wired into the request path yet. Where each piece is meant to be called from:
 * broker startup: `QuotaConfigCache(zk).load()` on the ZooKeeper executor; the broker's one
-  `/config/changes` listener (`Broker._on_config_change`) passes `clients/...` and `users/...`
-  entity paths to `cache.on_config_change` (on the executor: it reads ZooKeeper);
+  `/config/changes` handler (after the request-context split: `TopicConfigChanges.on_notification`
+  in server/topic_configs.py) passes `clients/...` and `users/...` entity paths to
+  `cache.on_config_change`, run as a ZooKeeper job (it reads ZooKeeper);
+* the managers reach handlers as fields of `server.services.BrokerServices`;
 * one `QuotaManager` each for PRODUCE and FETCH and a `RequestQuotaManager`, with
   `QuotaWindows.from_config(config)` and `cache.limit` as the limit source;
 * produce handler: `record(ClientEntity(principal name, client id), request bytes, now_ms)`;
