@@ -93,6 +93,7 @@ from zkafka.zk.znodes import (
     TopicPartitionZNode,
     TopicsZNode,
     TopicZNode,
+    UserClientsZNode,
 )
 
 log = logging.getLogger(__name__)
@@ -823,6 +824,15 @@ class KafkaZkClient(AclStoreMixin, OldConsumerStoreMixin):
 
     def get_all_entities(self, entity_type: ConfigType | str) -> list[str]:
         return sorted(self.get_children(ConfigEntityTypeZNode.path(entity_type)) or [])
+
+    def get_user_client_entities(self, user_znode_names: Iterable[str]) -> list[str]:
+        """The `<user>/clients/<client>` entity names (quotas of a user with one client id) of the given
+        users, as ConfigEntityZNode names below `/config/users`."""
+        return [
+            f"{user}/clients/{client}"
+            for user in user_znode_names
+            for client in sorted(self.get_children(UserClientsZNode.path(user)) or [])
+        ]
 
     def set_entity_config(
         self, entity_type: ConfigType | str, znode_name: str, config: Mapping[str, str]
