@@ -174,3 +174,103 @@ def test_consumer_protocol_matches_kafka_python() -> None:
     sub = Subscription(("t",), None, {"t": (3,)}, 7, version=2)
     assert decode_subscription(encode_subscription(sub)) == sub
     assert decode_assignment(b"") == Assignment({})
+
+
+@settings(max_examples=60, deadline=None)
+@given(i64, text, i64, i32, st.one_of(st.none(), st.integers(0, 2**63 - 1)))
+def test_every_offset_value_version(offset, metadata, ts, epoch, expire) -> None:  # type: ignore[no-untyped-def]
+    value = OffsetValue(offset, metadata, ts, epoch, expire)
+    for version in range(5):  # v4 is Kafka's first flexible version: read and written alike
+        data = encode_offset_value(value, version)
+        assert int.from_bytes(data[:2], "big") == version
+        back = decode_offset_value(data)
+        assert (back.offset, back.metadata, back.commit_timestamp) == (offset, metadata, ts)
+        assert back.leader_epoch == (epoch if version >= 3 else -1)
+        assert back.expire_timestamp == (
+            (ts if expire is None else expire)
+            if version == 1 and ((ts if expire is None else expire) >= 0)
+            else None
+        )
+        assert decode_offset_value(data + b"more") == back  # Kafka ignores bytes after the body
+
+
+@settings(max_examples=40, deadline=None)
+@given(text, i32, st.one_of(st.none(), text), st.lists(members, max_size=3), i64)
+def test_every_group_value_version(ptype, gen, protocol, ms, state_ts) -> None:  # type: ignore[no-untyped-def]
+    value = GroupValue(ptype, gen, protocol, None, tuple(ms), state_ts)
+    for version in range(5):
+        back = decode_group_value(encode_group_value(value, version))
+        assert back.current_state_timestamp == (state_ts if version >= 2 else -1)
+        for m, b in zip(ms, back.members, strict=True):
+            assert (b.member_id, b.client_id, b.client_host, b.subscription, b.assignment) == (
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                m.subscription,
+                m.assignment,
+            )
+            assert b.session_timeout_ms == m.session_timeout_ms
+            assert b.rebalance_timeout_ms == (
+                m.rebalance_timeout_ms if version >= 1 else m.session_timeout_ms
+            )
+            assert b.group_instance_id == (m.group_instance_id if version >= 3 else None)
+    with pytest.raises(ValueError):
+        encode_group_value(value, 5)
+
+
+def _group_v1(members: bytes, count: int = 1) -> bytes:
+    head = b"\x00\x01" + b"\x00\x08consumer" + b"\x00\x00\x00\x01" + b"\x00\x05range" + b"\xff\xff"
+    return head + count.to_bytes(4, "big", signed=True) + members
+
+
+GOOD_MEMBER = b"\x00\x01m" + b"\x00\x01c" + b"\x00\x01h" + bytes(8) + b"\x00\x00\x00\x00" * 2
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x00\x05" + bytes(30),  # unknown value version
+        b"\xff\xff" + bytes(30),  # negative version
+        _group_v1(GOOD_MEMBER, count=2),  # a member short
+        _group_v1(GOOD_MEMBER, count=-1),  # negative member count
+        _group_v1(b"\xff\xff" + GOOD_MEMBER[3:]),  # null member id (never nullable)
+        _group_v1(GOOD_MEMBER[:-4] + b"\xff\xff\xff\xfe"),  # negative bytes length
+        _group_v1(GOOD_MEMBER[:-1]),  # truncated
+        _group_v1(b"\x00\x02\xc3\x28" + GOOD_MEMBER[3:]),  # not UTF-8
+    ],
+)
+def test_corrupt_group_values_raise(data: bytes) -> None:
+    assert decode_group_value(_group_v1(GOOD_MEMBER)).members[0].member_id == "m"
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_group_value(data)
+
+
+def test_corrupt_offset_values_and_keys_raise() -> None:
+    good = encode_offset_value(OffsetValue(1, "m", 2))
+    for bad in (good[:-1], good[:10], b"\x00\x09" + good[2:], good[:14] + b"\xff\xff" + good[17:]):
+        with pytest.raises(CorruptCoordinatorRecordError):
+            decode_offset_value(bad)
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_key(b"\x00\x02\xff\xff")  # a null group: Kafka's key is never null
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_key(None)
+    assert decode_key(b"\x00\x00\x00\x01g\x00\x01t\x00\x00\x00\x05") == OffsetKey("g", "t", 5)  # v0 keys
+
+
+def test_consumer_protocol_lenient_tails_and_newer_versions() -> None:
+    sub = Subscription(("t",), b"u", {"t": (1, 2)}, 9, version=2)
+    data = encode_subscription(sub)
+    # a v2 blob without its generation, or without owned partitions: the fields it has
+    assert decode_subscription(data[:-4]) == Subscription(("t",), b"u", {"t": (1, 2)}, -1, 2)
+    assert decode_subscription(data[: -4 - 19]) == Subscription(("t",), b"u", {}, -1, 2)
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_subscription(data[:-6])
+    # a version newer than Kafka's newest is read with the newest format
+    v9 = b"\x00\x09" + encode_subscription(Subscription(("t",), None, {}, 4, 3, "rack"))[2:]
+    assert decode_subscription(v9) == Subscription(("t",), None, {}, 4, 9, "rack")
+    assignment = encode_assignment(Assignment({"t": (0,)}, b"x"))
+    assert decode_assignment(assignment[:-5]) == Assignment({"t": (0,)}, None)
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_assignment(assignment[:-6])
+    with pytest.raises(CorruptCoordinatorRecordError):
+        decode_subscription(b"\xff\xff" + data[2:])

@@ -7,6 +7,9 @@ Rules of this package:
 2. One source of truth: each API is one declarative spec in `schemas/`; the message classes in
    `messages/` are generated from it (`python -m zkafka.protocol.generate`) and the encoders
    and decoders are compiled from it at run time (`codegen/`), once per (api, version, kind).
+   Versioned data formats that are not APIs (`__consumer_offsets` records, ConsumerProtocol
+   blobs) are `DataSpec`s in `schemas/data/`, generated into `messages/data/` and compiled the
+   same way (`codec.encode_data` / `decode_data`).
 3. Every malformed input ends in a documented exception (`exceptions.py`), never in a stray
    IndexError or struct.error, and never in a hang: every length read from the wire is checked
    against the bytes that are really there before anything is allocated or looped over.

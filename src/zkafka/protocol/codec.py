@@ -40,8 +40,10 @@ from zkafka.protocol.exceptions import (
 from zkafka.protocol.headers import RequestHeader, ResponseHeader
 from zkafka.protocol.message import DeferredRecords, Message
 from zkafka.protocol.messages import REQUEST_CLASSES, RESPONSE_CLASSES
+from zkafka.protocol.messages.data import DATA_CLASSES
 from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import SPECS
+from zkafka.protocol.schemas.data import DATA_SPECS
 
 Part = bytes | bytearray | memoryview | DeferredRecords
 VersionTable = Mapping[int, tuple[int, int]]
@@ -117,6 +119,63 @@ def precompile(api_keys: Iterable[int] | None = None) -> int:
 def supported_versions() -> dict[int, tuple[int, int]]:
     """Every (api key -> (min, max)) this codec can encode and decode."""
     return {key: (spec.versions.low, spec.versions.high) for key, spec in SPECS.items()}
+
+
+# -- data schemas (not APIs: keyed by name) --------------------------------------------------------
+
+_data_encoders: dict[tuple[str, int], codegen.Encoder] = {}
+_data_decoders: dict[tuple[str, int], codegen.Decoder] = {}
+
+
+def data_encoder(name: str, version: int) -> codegen.Encoder:
+    """The compiled encoder of data schema `name` at `version` (the body only, no version)."""
+    fn = _data_encoders.get((name, version))
+    if fn is None:
+        spec = DATA_SPECS[name]
+        if version not in spec.versions:
+            raise EncodeError(f"{name} v{version} is outside its versions {spec.versions}")
+        fn = _data_encoders[(name, version)] = codegen.build_encoder(
+            spec, "data", version, DATA_CLASSES[name]
+        )
+    return fn
+
+
+def data_decoder(name: str, version: int) -> codegen.Decoder:
+    """The compiled decoder of data schema `name` at `version`: ``fn(buf, p) -> (message, p)``."""
+    fn = _data_decoders.get((name, version))
+    if fn is None:
+        spec = DATA_SPECS[name]
+        if version not in spec.versions:
+            raise DecodeError(f"{name} v{version} is outside its versions {spec.versions}")
+        fn = _data_decoders[(name, version)] = codegen.build_decoder(
+            spec, "data", version, DATA_CLASSES[name]
+        )
+    return fn
+
+
+def encode_data(message: Message, version: int, out: bytearray | None = None) -> bytearray:
+    """The body of data message `message` at `version`, appended to `out`; raises EncodeError."""
+    name = type(message).API_NAME
+    fn = _data_encoders.get((name, version)) or data_encoder(name, version)
+    try:
+        return fn(message, bytearray() if out is None else out, None)
+    except _CODEC_FAILURES as exc:
+        where = find_bad_field(DATA_SPECS[name].body, message, version, name)
+        detail = f"{where}: " if where else ""
+        raise EncodeError(f"cannot encode {name} v{version}: {detail}{exc}") from exc
+
+
+def decode_data(
+    name: str, version: int, data: bytes | bytearray | memoryview, p: int = 0
+) -> tuple[Message, int]:
+    """Data message `name` at `version` from `data` at offset `p`, and the offset after it
+    (bytes may follow: the caller decides); raises DecodeError."""
+    buf = _as_view(data)
+    fn = _data_decoders.get((name, version)) or data_decoder(name, version)
+    try:
+        return fn(buf, p)
+    except _CODEC_FAILURES as exc:
+        raise DecodeError(f"bad {name} v{version}: {exc}") from exc
 
 
 # -- bodies ---------------------------------------------------------------------------------------

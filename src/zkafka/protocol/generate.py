@@ -15,10 +15,13 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from zkafka.protocol.schema import ApiSpec, ArrayOf, Field, Struct, scalar_default
+from zkafka.protocol.schema import ApiSpec, ArrayOf, DataSpec, Field, MessageSpec, Struct, scalar_default
 from zkafka.protocol.schemas import MODULE_NAMES, SPECS
+from zkafka.protocol.schemas.data import DATA_SPECS
+from zkafka.protocol.schemas.data import MODULE_NAMES as DATA_MODULE_NAMES
 
 MESSAGES_DIR = Path(__file__).parent / "messages"
+DATA_MESSAGES_DIR = MESSAGES_DIR / "data"
 
 _WIDTH = 110
 _HEADER = (
@@ -178,7 +181,25 @@ def _message_class(spec: ApiSpec, kind: str) -> list[str]:
     return lines
 
 
-def _uses(spec: ApiSpec, predicate: str) -> bool:
+def _data_class(spec: DataSpec) -> list[str]:
+    flexible = f"flexible from v{spec.flexible.low}" if not spec.flexible.empty else "never flexible"
+    lines = [
+        f"class {spec.name}(Message):",
+        f'    """{spec.name} data (not an API), versions {spec.versions} ({flexible})."""',
+        "",
+        f"    API_NAME: ClassVar[str] = {_lit(spec.name)}",
+        '    KIND: ClassVar[str] = "data"',
+        "",
+    ]
+    for st in _structs(spec.body):
+        lines.append(f"    class {st.name}(Message):")
+        lines.extend(_class_body(st.name, st.fields, spec.name, "        "))
+        lines.append("")
+    lines.extend(_class_body(spec.name, spec.body, spec.name, "    "))
+    return lines
+
+
+def _uses(spec: MessageSpec, predicate: str) -> bool:
     def walk(fs: tuple[Field, ...]) -> bool:
         for f in fs:
             if f.primitive == predicate:
@@ -189,32 +210,64 @@ def _uses(spec: ApiSpec, predicate: str) -> bool:
                 return True
         return False
 
-    return walk(spec.request) or walk(spec.response)
+    return any(walk(spec.fields(kind)) for kind in spec.kinds)
 
 
-def render_module(spec: ApiSpec) -> str:
-    module = MODULE_NAMES[spec.key]
-    schema_doc = importlib.import_module(f"zkafka.protocol.schemas.{module}").__doc__ or f"{spec.name}."
+def _module_head(module: str, specs: list[ApiSpec] | list[DataSpec]) -> list[str]:
+    dotted = module.replace("/", ".")
+    schema_doc = importlib.import_module(f"zkafka.protocol.schemas.{dotted}").__doc__ or f"{module}."
     imports = ["from __future__ import annotations", ""]
-    if _uses(spec, "uuid"):
+    if any(_uses(spec, "uuid") for spec in specs):
         imports.append("import uuid")
     imports.append("from typing import ClassVar")
     imports.append("")
     names = ["Message"]
-    if _uses(spec, "DEFAULT"):
-        names.append("DEFAULT")
-    if _uses(spec, "records"):
-        names.append("RecordsValue")
-    if _uses(spec, "uuid"):
-        names.append("ZERO_UUID")
+    for predicate, name in (("DEFAULT", "DEFAULT"), ("records", "RecordsValue"), ("uuid", "ZERO_UUID")):
+        if any(_uses(spec, predicate) for spec in specs):
+            names.append(name)
     # isort's order: CONSTANTS, then Classes, then functions.
     names.sort(key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n))
     imports.append("from zkafka.protocol.message import " + ", ".join(names))
-    out = [_HEADER.format(module=module) + f'"""{schema_doc.strip()}\n"""', "", *imports, "", ""]
+    return [_HEADER.format(module=module) + f'"""{schema_doc.strip()}\n"""', "", *imports, "", ""]
+
+
+def render_module(spec: ApiSpec) -> str:
+    out = _module_head(MODULE_NAMES[spec.key], [spec])
     out.extend(_message_class(spec, "request"))
     out += ["", ""]
     out.extend(_message_class(spec, "response"))
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_data_module(module: str) -> str:
+    """The classes of the data schemas in `schemas/data/<module>.py`."""
+    specs = [spec for name, spec in DATA_SPECS.items() if DATA_MODULE_NAMES[name] == module]
+    out = _module_head(f"data/{module}", specs)
+    for spec in specs:
+        out.extend(_data_class(spec))
+        out += ["", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_data_package_init() -> str:
+    lines = [
+        _HEADER.format(module="data/*"),
+        '"""Message classes for the data schemas that are not APIs, and a lookup table by name."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from zkafka.protocol.message import Message",
+    ]
+    modules = sorted(set(DATA_MODULE_NAMES.values()))
+    for module in modules:
+        names = sorted(n for n in DATA_SPECS if DATA_MODULE_NAMES[n] == module)
+        lines += [f"from zkafka.protocol.messages.data.{module} import (", *(f"    {n}," for n in names), ")"]
+    lines += ["", "DATA_CLASSES: dict[str, type[Message]] = {"]
+    lines += [f"    {_lit(n)}: {n}," for n in sorted(DATA_SPECS)]
+    lines += ["}", "", "__all__ = ["]
+    lines += [f"    {_lit(n)}," for n in ["DATA_CLASSES", *sorted(DATA_SPECS)]]
+    lines += ["]"]
+    return "\n".join(lines) + "\n"
 
 
 def render_package_init() -> str:
@@ -255,20 +308,32 @@ def rendered_files() -> dict[str, str]:
     return files
 
 
-def stale_files(directory: Path = MESSAGES_DIR) -> list[str]:
+def rendered_data_files() -> dict[str, str]:
+    """The data schemas' classes: a package of their own (`messages/data/`)."""
+    files = {f"{m}.py": render_data_module(m) for m in sorted(set(DATA_MODULE_NAMES.values()))}
+    files["__init__.py"] = render_data_package_init()
+    return files
+
+
+def stale_files(directory: Path = MESSAGES_DIR, data_directory: Path = DATA_MESSAGES_DIR) -> list[str]:
     """Names of generated files that are missing or differ from what the specs produce."""
     stale = []
-    for name, text in rendered_files().items():
-        path = directory / name
-        if not path.exists() or path.read_text() != text:
-            stale.append(name)
+    for files, where, prefix in (
+        (rendered_files(), directory, ""),
+        (rendered_data_files(), data_directory, "data/"),
+    ):
+        for name, text in files.items():
+            path = where / name
+            if not path.exists() or path.read_text() != text:
+                stale.append(prefix + name)
     return stale
 
 
-def write(directory: Path = MESSAGES_DIR) -> list[str]:
+def write(directory: Path = MESSAGES_DIR, files: dict[str, str] | None = None) -> list[str]:
+    """Writes the API message classes (or `files`) into `directory`; returns the names written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in rendered_files().items():
+    for name, text in (rendered_files() if files is None else files).items():
         path = directory / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
@@ -287,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if stale else 0
     for name in write():
         print(f"wrote {MESSAGES_DIR / name}")
+    for name in write(DATA_MESSAGES_DIR, rendered_data_files()):
+        print(f"wrote {DATA_MESSAGES_DIR / name}")
     return 0
 
 

@@ -227,6 +227,13 @@ class ApiSpec:
     request_header_v0: Versions = NO_VERSIONS
 
     @property
+    def kinds(self) -> tuple[str, ...]:
+        return ("request", "response")
+
+    def message_name(self, kind: str) -> str:
+        return self.request_name if kind == "request" else self.response_name
+
+    @property
     def request_name(self) -> str:
         return f"{self.name}Request"
 
@@ -270,6 +277,52 @@ def api(
     return spec
 
 
+@dataclass(frozen=True, slots=True)
+class DataSpec:
+    """A versioned data schema that is not an API (Kafka's ``"type": "data"`` specs): the
+    `__consumer_offsets` record keys and values, the ConsumerProtocol blobs.
+
+    It has one body (kind ``"data"``) and no header; whoever stores it writes its version
+    beside it (those formats: an int16 prefix). Compiled by the same `codegen/` as the APIs.
+    """
+
+    name: str
+    versions: Versions
+    flexible: Versions
+    body: tuple[Field, ...]
+    notes: str = ""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return ("data",)
+
+    def message_name(self, kind: str = "data") -> str:
+        return self.name
+
+    def is_flexible(self, version: int) -> bool:
+        return version in self.flexible
+
+    def fields(self, kind: str = "data") -> tuple[Field, ...]:
+        if kind != "data":
+            raise ValueError(f"a data schema has only the kind 'data', not {kind!r}")
+        return self.body
+
+
+MessageSpec = ApiSpec | DataSpec
+
+
+def data(name: str, *, versions: str, flexible: str, fields: list[Field], notes: str = "") -> DataSpec:
+    spec = DataSpec(
+        name=name,
+        versions=Versions.parse(versions),
+        flexible=Versions.parse(flexible),
+        body=tuple(fields),
+        notes=notes,
+    )
+    validate(spec)
+    return spec
+
+
 # -- validation ------------------------------------------------------------------------------------
 
 
@@ -277,14 +330,14 @@ class SpecError(ValueError):
     """A spec breaks one of the rules the code generators rely on."""
 
 
-def validate(spec: ApiSpec) -> None:
-    for kind in ("request", "response"):
+def validate(spec: MessageSpec) -> None:
+    for kind in spec.kinds:
         structs: dict[str, Struct] = {}
-        _validate_fields(spec, spec.fields(kind), f"{spec.name}{kind.title()}", structs)
+        _validate_fields(spec, spec.fields(kind), spec.message_name(kind), structs)
 
 
 def _validate_fields(
-    spec: ApiSpec, fields: tuple[Field, ...], where: str, structs: dict[str, Struct]
+    spec: MessageSpec, fields: tuple[Field, ...], where: str, structs: dict[str, Struct]
 ) -> None:
     seen: set[str] = set()
     tags: set[int] = set()

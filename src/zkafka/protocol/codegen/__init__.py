@@ -1,4 +1,5 @@
-"""Compiles specs into straight-line Python: one encoder and one decoder per (api, version, kind).
+"""Compiles specs into straight-line Python: one encoder and one decoder per (api, version, kind),
+and per (data schema, version) for the `DataSpec`s that are not APIs.
 
 Why generated source instead of a generic interpreter: a spec walk per message costs a dict
 lookup and a branch per field; the generated function is what a careful human would write for
@@ -25,7 +26,7 @@ from zkafka.protocol.codegen.decoder import decode_struct
 from zkafka.protocol.codegen.emitter import Emitter
 from zkafka.protocol.codegen.encoder import encode_fields
 from zkafka.protocol.message import Message
-from zkafka.protocol.schema import ApiSpec
+from zkafka.protocol.schema import MessageSpec
 
 Encoder = Callable[[Message, bytearray, "list[object] | None"], bytearray]
 Decoder = Callable[[memoryview, int], "tuple[Message, int]"]
@@ -34,7 +35,7 @@ _SOURCES: dict[str, str] = {}
 
 
 def _compile(e: Emitter, direction: str, header: str) -> Callable[..., Any]:
-    kind_name = e.spec.request_name if e.kind == "request" else e.spec.response_name
+    kind_name = e.spec.message_name(e.kind)
     filename = f"<zkafka-codec {kind_name} v{e.version} {direction}>"
     source = "\n".join([header, *e.lines]) + "\n"
     code = compile(source, filename, "exec")
@@ -46,14 +47,14 @@ def _compile(e: Emitter, direction: str, header: str) -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
-def build_encoder(spec: ApiSpec, kind: str, version: int, message_cls: type[Message]) -> Encoder:
+def build_encoder(spec: MessageSpec, kind: str, version: int, message_cls: type[Message]) -> Encoder:
     e = Emitter(spec, kind, version, message_cls)
     encode_fields(e, spec.fields(kind), "m", message_cls.__name__, 1)
     e.emit(1, "return out")
     return _compile(e, "encode", "def encode(m, out, parts):")
 
 
-def build_decoder(spec: ApiSpec, kind: str, version: int, message_cls: type[Message]) -> Decoder:
+def build_decoder(spec: MessageSpec, kind: str, version: int, message_cls: type[Message]) -> Decoder:
     e = Emitter(spec, kind, version, message_cls)
     e.emit(1, "L = len(buf)")
     decode_struct(e, spec.fields(kind), message_cls, "r", 1)

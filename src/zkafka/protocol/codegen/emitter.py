@@ -9,7 +9,7 @@ from typing import Any
 
 from zkafka.protocol import primitives as prim
 from zkafka.protocol.message import DEFAULT, Message
-from zkafka.protocol.schema import ApiSpec, ArrayOf, Field, SpecError, Struct, scalar_default
+from zkafka.protocol.schema import ArrayOf, Field, MessageSpec, SpecError, Struct, scalar_default
 
 
 def _pack_array(code: str, items: list[Any]) -> bytes:
@@ -54,7 +54,7 @@ BYTES_READERS = {k: v.replace("write_", "read_") for k, v in BYTES_WRITERS.items
 
 
 class Emitter:
-    def __init__(self, spec: ApiSpec, kind: str, version: int, message_cls: type[Message]) -> None:
+    def __init__(self, spec: MessageSpec, kind: str, version: int, message_cls: type[Message]) -> None:
         self.spec = spec
         self.kind = kind
         self.version = version

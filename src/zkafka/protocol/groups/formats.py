@@ -13,14 +13,29 @@ Values:
   decodes -- unless a member is static (has a group.instance.id), which only v3 can store; such
   groups are written as v3 so they survive a coordinator move (Burrow then skips them).
 
-A null value is a tombstone (an offset deleted or a group removed). Everything is big-endian;
-strings are int16-length-prefixed UTF-8 (-1 = null), bytes int32-length-prefixed.
+A null value is a tombstone (an offset deleted or a group removed). The bodies are the data
+schemas of `zkafka.protocol.schemas.data.coordinator_records`, compiled by the protocol's codec;
+this module writes and reads the int16 version in front of them and maps them to the dataclasses
+below. Bytes after a body are ignored, as Kafka does; anything else that is not a record of a
+known version raises `CorruptCoordinatorRecordError`, and nothing else.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Final
+
+from zkafka.protocol.codec import data_decoder, data_encoder
+from zkafka.protocol.exceptions import DecodeError, EncodeError
+from zkafka.protocol.messages.data.coordinator_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from zkafka.protocol.primitives import WireFormatError
+from zkafka.protocol.schemas.data.coordinator_records import GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -29,9 +44,10 @@ OFFSET_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_VALUE_VERSION = 1
 GROUP_VALUE_VERSION_STATIC = 3
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+_I16: Final = struct.Struct(">h")
+_VERSION_PREFIXES: Final = {v: _I16.pack(v) for v in range(8)}
+# What a compiled decoder can raise on bad bytes (its checks, struct, UTF-8, a short buffer).
+DECODE_FAILURES: Final = (WireFormatError, DecodeError, struct.error, ValueError, IndexError, TypeError)
 
 
 class CorruptCoordinatorRecordError(ValueError):
@@ -88,49 +104,23 @@ class GroupValue:
 # -- writing ----------------------------------------------------------------------------------------
 
 
-class ByteWriter:
-    __slots__ = ("out",)
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def i16(self, v: int) -> ByteWriter:
-        self.out += _I16.pack(v)
-        return self
-
-    def i32(self, v: int) -> ByteWriter:
-        self.out += _I32.pack(v)
-        return self
-
-    def i64(self, v: int) -> ByteWriter:
-        self.out += _I64.pack(v)
-        return self
-
-    def string(self, v: str | None) -> ByteWriter:
-        if v is None:
-            return self.i16(-1)
-        data = v.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
-        self.i16(len(data))
-        self.out += data
-        return self
-
-    def bytes_(self, v: bytes) -> ByteWriter:
-        self.i32(len(v))
-        self.out += v
-        return self
-
-    def done(self) -> bytes:
-        return bytes(self.out)
+def _encode(name: str, message: object, version: int) -> bytes:
+    out = bytearray(_VERSION_PREFIXES.get(version) or _I16.pack(version))
+    try:
+        return bytes(data_encoder(name, version)(message, out, None))  # type: ignore[arg-type]
+    except EncodeError:
+        raise
+    except (struct.error, ValueError, TypeError, AttributeError, OverflowError) as e:
+        raise ValueError(f"cannot encode {name} v{version}: {e}") from e
 
 
 def encode_offset_key(key: OffsetKey) -> bytes:
-    return ByteWriter().i16(OFFSET_KEY_VERSION).string(key.group).string(key.topic).i32(key.partition).done()
+    body = OffsetCommitKey(group=key.group, topic=key.topic, partition=key.partition)
+    return _encode("OffsetCommitKey", body, OFFSET_KEY_VERSION)
 
 
 def encode_group_key(key: GroupKey) -> bytes:
-    return ByteWriter().i16(GROUP_KEY_VERSION).string(key.group).done()
+    return _encode("GroupMetadataKey", GroupMetadataKey(group=key.group), GROUP_KEY_VERSION)
 
 
 def offset_value_version(value: OffsetValue) -> int:
@@ -139,15 +129,16 @@ def offset_value_version(value: OffsetValue) -> int:
 
 def encode_offset_value(value: OffsetValue, version: int | None = None) -> bytes:
     v = offset_value_version(value) if version is None else version
-    w = ByteWriter().i16(v).i64(value.offset)
-    if v == 3:
-        w.i32(value.leader_epoch)
-    w.string(value.metadata).i64(value.commit_timestamp)
-    if v == 1:
-        w.i64(value.commit_timestamp if value.expire_timestamp is None else value.expire_timestamp)
-    elif v not in (0, 2, 3):
+    if v not in OFFSET_COMMIT_VALUE.versions:
         raise ValueError(f"unknown offset commit value version {v}")
-    return w.done()
+    body = OffsetCommitValue(
+        offset=value.offset,
+        leader_epoch=value.leader_epoch,
+        metadata=value.metadata,
+        commit_timestamp=value.commit_timestamp,
+        expire_timestamp=value.commit_timestamp if value.expire_timestamp is None else value.expire_timestamp,
+    )
+    return _encode("OffsetCommitValue", body, v)
 
 
 def group_value_version(value: GroupValue) -> int:
@@ -155,138 +146,104 @@ def group_value_version(value: GroupValue) -> int:
     return GROUP_VALUE_VERSION_STATIC if static else GROUP_VALUE_VERSION
 
 
+_Member = GroupMetadataValue.MemberMetadata
+
+
 def encode_group_value(value: GroupValue, version: int | None = None) -> bytes:
     v = group_value_version(value) if version is None else version
-    if not 0 <= v <= 3:
+    if v not in GROUP_METADATA_VALUE.versions:
         raise ValueError(f"unknown group metadata value version {v}")
-    w = ByteWriter().i16(v).string(value.protocol_type).i32(value.generation)
-    w.string(value.protocol).string(value.leader)
-    if v >= 2:
-        w.i64(value.current_state_timestamp)
-    w.i32(len(value.members))
-    for m in value.members:
-        w.string(m.member_id)
-        if v >= 3:
-            w.string(m.group_instance_id)
-        w.string(m.client_id).string(m.client_host)
-        if v >= 1:
-            w.i32(m.rebalance_timeout_ms)
-        w.i32(m.session_timeout_ms).bytes_(m.subscription).bytes_(m.assignment)
-    return w.done()
+    body = GroupMetadataValue(
+        protocol_type=value.protocol_type,
+        generation=value.generation,
+        protocol=value.protocol,
+        leader=value.leader,
+        current_state_timestamp=value.current_state_timestamp,
+        members=[
+            _Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout=m.rebalance_timeout_ms,
+                session_timeout=m.session_timeout_ms,
+                subscription=m.subscription,
+                assignment=m.assignment,
+            )
+            for m in value.members
+        ],
+    )
+    return _encode("GroupMetadataValue", body, v)
 
 
 # -- reading ----------------------------------------------------------------------------------------
 
 
-class ByteReader:
-    __slots__ = ("data", "pos", "what")
+def _version(buf: memoryview, what: str) -> int:
+    if len(buf) < 2:
+        raise CorruptCoordinatorRecordError(f"{what}: {len(buf)} bytes cannot hold a version")
+    return int(_I16.unpack_from(buf)[0])
 
-    def __init__(self, data: bytes | memoryview, what: str) -> None:
-        self.data = bytes(data)
-        self.pos = 0
-        self.what = what
 
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise CorruptCoordinatorRecordError(
-                f"{self.what}: needs {n} bytes at position {self.pos}, only {len(self.data) - self.pos} left"
-            )
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
+def _decode(name: str, version: int, buf: memoryview, what: str) -> object:
+    try:
+        message, _ = data_decoder(name, version)(buf, 2)
+    except DECODE_FAILURES as e:
+        raise CorruptCoordinatorRecordError(f"{what} v{version}: {e}") from None
+    return message
 
-    def i16(self) -> int:
-        return int(_I16.unpack(self.take(2))[0])
 
-    def i32(self) -> int:
-        return int(_I32.unpack(self.take(4))[0])
-
-    def i64(self) -> int:
-        return int(_I64.unpack(self.take(8))[0])
-
-    def nullable_string(self) -> str | None:
-        n = self.i16()
-        if n < 0:
-            return None
-        try:
-            return self.take(n).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise CorruptCoordinatorRecordError(f"{self.what}: string is not UTF-8: {e}") from None
-
-    def string(self) -> str:
-        return self.nullable_string() or ""
-
-    def bytes_(self) -> bytes:
-        n = self.i32()
-        return b"" if n < 0 else self.take(n)
-
-    def count(self) -> int:
-        n = self.i32()
-        # every element takes at least two bytes: reject counts the data cannot hold
-        if n < 0 or n > (len(self.data) - self.pos) // 2:
-            raise CorruptCoordinatorRecordError(f"{self.what}: bad array length {n}")
-        return n
+def _view(data: bytes | bytearray | memoryview) -> memoryview:
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
 def decode_key(data: bytes | memoryview | None) -> OffsetKey | GroupKey:
     if data is None:
         raise CorruptCoordinatorRecordError("a __consumer_offsets record needs a key")
-    r = ByteReader(data, "key")
-    version = r.i16()
+    buf = _view(data)
+    version = _version(buf, "key")
     if version in (0, 1):
-        return OffsetKey(r.string(), r.string(), r.i32())
+        k = _decode("OffsetCommitKey", version, buf, "offset commit key")
+        assert isinstance(k, OffsetCommitKey)
+        return OffsetKey(k.group, k.topic, k.partition)
     if version == 2:
-        return GroupKey(r.string())
+        g = _decode("GroupMetadataKey", version, buf, "group metadata key")
+        assert isinstance(g, GroupMetadataKey)
+        return GroupKey(g.group)
     raise CorruptCoordinatorRecordError(f"unknown __consumer_offsets key version {version}")
 
 
 def decode_offset_value(data: bytes | memoryview) -> OffsetValue:
-    r = ByteReader(data, "offset commit value")
-    version = r.i16()
-    if version == 0:
-        offset, metadata, ts = r.i64(), r.string(), r.i64()
-        return OffsetValue(offset, metadata, ts)
-    if version == 1:
-        offset, metadata, ts, expire = r.i64(), r.string(), r.i64(), r.i64()
-        return OffsetValue(offset, metadata, ts, expire_timestamp=None if expire < 0 else expire)
-    if version == 2:
-        offset, metadata, ts = r.i64(), r.string(), r.i64()
-        return OffsetValue(offset, metadata, ts)
-    if version == 3:
-        offset, epoch, metadata, ts = r.i64(), r.i32(), r.string(), r.i64()
-        return OffsetValue(offset, metadata, ts, leader_epoch=epoch)
-    raise CorruptCoordinatorRecordError(f"unknown offset commit value version {version}")
+    buf = _view(data)
+    version = _version(buf, "offset commit value")
+    if version not in OFFSET_COMMIT_VALUE.versions:
+        raise CorruptCoordinatorRecordError(f"unknown offset commit value version {version}")
+    v = _decode("OffsetCommitValue", version, buf, "offset commit value")
+    assert isinstance(v, OffsetCommitValue)
+    expire = v.expire_timestamp if version == 1 and v.expire_timestamp >= 0 else None
+    return OffsetValue(v.offset, v.metadata, v.commit_timestamp, v.leader_epoch, expire)
 
 
 def decode_group_value(data: bytes | memoryview) -> GroupValue:
-    r = ByteReader(data, "group metadata value")
-    version = r.i16()
-    if not 0 <= version <= 3:
+    buf = _view(data)
+    version = _version(buf, "group metadata value")
+    if version not in GROUP_METADATA_VALUE.versions:
         raise CorruptCoordinatorRecordError(f"unknown group metadata value version {version}")
-    protocol_type = r.string()
-    generation = r.i32()
-    protocol = r.nullable_string()
-    leader = r.nullable_string()
-    state_ts = r.i64() if version >= 2 else -1
-    members = []
-    for _ in range(r.count()):
-        member_id = r.string()
-        instance_id = r.nullable_string() if version >= 3 else None
-        client_id, client_host = r.string(), r.string()
-        rebalance_timeout = r.i32() if version >= 1 else -1
-        session_timeout = r.i32()
-        if version == 0:
-            rebalance_timeout = session_timeout
-        members.append(
-            MemberValue(
-                member_id,
-                client_id,
-                client_host,
-                rebalance_timeout,
-                session_timeout,
-                r.bytes_(),
-                r.bytes_(),
-                instance_id,
-            )
+    g = _decode("GroupMetadataValue", version, buf, "group metadata value")
+    assert isinstance(g, GroupMetadataValue)
+    members = tuple(
+        MemberValue(
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            # v0 has no rebalance timeout: Kafka takes the session timeout
+            m.rebalance_timeout if version >= 1 else m.session_timeout,
+            m.session_timeout,
+            m.subscription,
+            m.assignment,
+            m.group_instance_id,
         )
-    return GroupValue(protocol_type, generation, protocol, leader, tuple(members), state_ts)
+        for m in g.members
+    )
+    return GroupValue(g.protocol_type, g.generation, g.protocol, g.leader, members, g.current_state_timestamp)
