@@ -6,18 +6,20 @@ Keys (the int16 version names the record type):
 * v2 group metadata: group.
 
 Values:
-* offset commit v0-v3 are all read; zkafka writes **v3** (with the leader epoch), or **v1**
-  when the commit carries an explicit retention (its absolute expiry needs v1), as Kafka does.
-  v2 is never written: Burrow 1.2.1 drops it.
-* group metadata v0-v3 are all read; zkafka writes **v1** -- the newest version Burrow 1.2.1
-  decodes -- unless a member is static (has a group.instance.id), which only v3 can store; such
-  groups are written as v3 so they survive a coordinator move (Burrow then skips them).
+* offset commit v0-v4 are all read (v4, Kafka 3.5+, is the first flexible one); zkafka writes
+  **v3** (with the leader epoch), or **v1** when the commit carries an explicit retention (its
+  absolute expiry needs v1), as Kafka does. v2 is never written: Burrow 1.2.1 drops it.
+* group metadata v0-v4 are all read (v4 flexible, as above); zkafka writes **v1** -- the newest
+  version Burrow 1.2.1 decodes -- unless a member is static (has a group.instance.id), which
+  only v3 can store; such groups are written as v3 so they survive a coordinator move (Burrow
+  then skips them).
 
 A null value is a tombstone (an offset deleted or a group removed). The bodies are the data
 schemas of `zkafka.protocol.schemas.data.coordinator_records`, compiled by the protocol's codec;
 this module writes and reads the int16 version in front of them and maps them to the dataclasses
 below. Bytes after a body are ignored, as Kafka does; anything else that is not a record of a
-known version raises `CorruptCoordinatorRecordError`, and nothing else.
+known version (truncated, a negative length or count, a null where Kafka's schema has none, bad
+UTF-8) raises `CorruptCoordinatorRecordError`, and nothing else.
 """
 
 from __future__ import annotations
