@@ -1,13 +1,16 @@
 """The broker-side consumer group coordinator, with offsets and group metadata stored in
 `__consumer_offsets` in Kafka's record formats.
 
+It sees the broker only through `store.PartitionLeaders`; the wiring into a broker
+(FindCoordinator, creating `__consumer_offsets`, loading and unloading groups as LeaderAndIsr moves
+its partitions) is `zkafka.server.coordinator_service`.
+
 Modules, from the wire inward:
-* `service` -- wiring into a broker: FindCoordinator, creating `__consumer_offsets`, loading and
-  unloading groups as LeaderAndIsr moves its partitions;
 * `coordinator` -- offsets, list/describe/delete, partition ownership (+ `membership`: join,
   sync, heartbeat, leave, rebalance timers);
 * `group` -- one group's state; `expiry` -- offset retention;
 * `store` -- appends through the partition leader (acks=all) and replay on load;
-* `formats`, `consumer_protocol`, `partitioning` -- Kafka's byte formats and group hashing
-  (pure, shared with clients and tools).
+* `config` -- the coordinator's broker settings.
+Kafka's byte formats and group hashing (pure, shared with clients and tools) are
+`zkafka.protocol.groups`.
 """

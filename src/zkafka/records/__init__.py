@@ -1,4 +1,5 @@
-"""Kafka RecordBatch v2: batch headers (hot path), records, codecs, varints."""
+"""Kafka RecordBatch v2: batch headers (hot path), records, codecs, varints; `legacy`: the magic 0/1
+message sets of old clients, read in and down-converted out."""
 
 from .batch import (
     COMPRESSION_MASK,
