@@ -123,6 +123,10 @@ from zkafka.protocol.messages.produce import (
     ProduceRequest,
     ProduceResponse,
 )
+from zkafka.protocol.messages.sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
 from zkafka.protocol.messages.sasl_handshake import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
@@ -167,6 +171,7 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     23: OffsetForLeaderEpochRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
     43: ElectLeadersRequest,
@@ -203,6 +208,7 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     23: OffsetForLeaderEpochResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
     43: ElectLeadersResponse,
@@ -273,6 +279,8 @@ __all__ = [
     "OffsetForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
     "StopReplicaRequest",

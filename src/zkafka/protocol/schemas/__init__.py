@@ -37,6 +37,7 @@ from zkafka.protocol.schemas import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
@@ -77,6 +78,7 @@ _MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_delete,
+    sasl_authenticate,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}
