@@ -67,6 +67,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    # SASL (KIP-43/152/368): ILLEGAL_SASL_STATE on listeners without SASL, as in Kafka. SaslAuthenticate
+    # stops at v1 (session_lifetime_ms); v2 only adds the flexible encoding.
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 1),
 }
 
 

@@ -26,6 +26,7 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
@@ -38,6 +39,7 @@ from zkafka.server.registration import BrokerRegistration
 from zkafka.server.replica_fetcher import FollowerContext, ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.scheduler import Scheduler
+from zkafka.server.security import build_listener_security, needs_scram
 from zkafka.server.services import BrokerServices
 from zkafka.server.topic_configs import TopicConfigChanges
 from zkafka.server.zookeeper import BrokerZooKeeper
@@ -112,9 +114,14 @@ class Broker:
                 lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
             ),
         )
-        await self.listeners.start(self.services, HANDLERS)
+        scram = None
+        if needs_scram(cfg):
+            scram = ScramCredentialCache(zk.client)
+            await zk.run(lambda _client: scram.load())
+        security = build_listener_security(cfg, scram)
+        await self.listeners.start(self.services, HANDLERS, security)
         await identity.register(self.listeners.bound_ports)
-        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn)
+        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
         zk.listen(config_changes.queue, config_changes.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)

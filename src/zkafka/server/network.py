@@ -136,6 +136,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     __slots__ = (
         "_buffer",
         "_closed",
+        "_closing",
         "_counted",
         "_end",
         "_frame",
@@ -148,6 +149,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_max_inflight",
         "_max_request_bytes",
         "_on_close",
+        "_on_connected",
         "_pool",
         "_pool_muted",
         "_pool_wanted",
@@ -160,6 +162,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "ip",
         "last_active",
         "peer",
+        "principal",
+        "sasl",
         "transport",
     )
 
@@ -173,8 +177,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         pool: MemoryPool | None = None,
         quotas: ConnectionQuotas | None = None,
         listener: str = "",
+        on_connected: Callable[[KafkaConnection], None] | None = None,
     ) -> None:
         self._handler = handler
+        self._on_connected = on_connected
         self._max_request_bytes = max_request_bytes
         self._max_inflight = max_inflight
         self._on_close = on_close
@@ -197,7 +203,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pool_muted = False  # queued in the pool for the next frame's size (_pool_wanted)
         self._pool_wanted = 0
         self._closed = False
+        self._closing = False  # answer what is in flight, then close (SASL failures)
         self._counted = False
+        self.principal = "User:ANONYMOUS"
+        """Who this connection is (`zkafka.server.security`): set by TLS at connect, by SASL later."""
+        self.sasl: Any = None
+        """A SASL listener's per-connection state (`zkafka.server.security.SaslSession`), else None."""
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
         self.ip: str = "?"
@@ -215,6 +226,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 transport.abort()  # type: ignore[attr-defined]
                 return
             self._counted = self._quotas.counts(self._listener)
+        if self._on_connected is not None:
+            try:
+                self._on_connected(self)
+            except ConnectionFatalError as e:
+                self.abort(str(e))
+            except Exception as e:
+                _log_bug(e, self.peer)
+                self.abort("internal error")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -354,6 +373,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- internals ---------------------------------------------------------------------------
     def _dispatch(self, frame: bytearray) -> None:
         reserved, self._reserved = self._reserved, 0
+        if self._closing:  # closing after its last answer: later frames are dropped unread
+            self._release(reserved)
+            return
         try:
             result = self._handler(frame, self)
         except ConnectionFatalError as e:
@@ -409,6 +431,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             transport.writelines(out)
             self.last_active = time.monotonic()
         self._release(released)
+        if self._closing and not q:
+            self._closed = True
+            transport.close()  # after the buffered answers are written
 
     def _release(self, size: int) -> None:
         if size and self._pool is not None:
@@ -425,6 +450,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         elif not should_pause and self._reading_paused:
             self._reading_paused = False
             transport.resume_reading()
+
+    def set_max_request_bytes(self, size: int) -> None:
+        """The largest frame accepted from now on (SASL: small until authenticated)."""
+        self._max_request_bytes = size
+
+    def close_after_responses(self, reason: str) -> None:
+        """Answer the requests already in flight (the current one included), then close: Kafka's
+        way after a failed SASL authentication."""
+        if not self._closing and not self._closed:
+            self._closing = True
+            limited.log(logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s",
+                        self.peer, reason)
 
     @property
     def waiting_on_broker(self) -> bool:

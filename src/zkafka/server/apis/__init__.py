@@ -20,6 +20,7 @@ from zkafka.server.apis import (
     partition_admin,
     produce,
     producer_ids,
+    sasl,
     topics,
 )
 from zkafka.server.dispatcher import Handler
@@ -56,4 +57,6 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
 }
