@@ -288,7 +288,9 @@ def test_mtls_principal_is_the_mapped_dn(secure: SecureCluster, tmp_path: Path) 
 
 
 @pytest.fixture(scope="module")
-def reauth(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
+def reauth(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SecureCluster]:
     overrides = {"connections.max.reauth.ms": "1500"}
     with secure_cluster(zookeeper_server, tmp_path_factory.mktemp("reauth"), overrides) as sc:
         yield sc
