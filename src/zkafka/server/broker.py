@@ -26,8 +26,10 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
+from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
@@ -98,6 +100,12 @@ class Broker:
             broker_id, zk.client, zk.executor, zk.watcher, cfg, on_new_session=identity.reregister
         )
         isr = IsrManager(broker_id, replicas, zk, cfg.replica_lag_time_max_ms)
+        authorizer = None
+        if authorizer_enabled(cfg):
+            acls = AclCache(zk.client)
+            await zk.run(lambda _client: acls.load())
+            zk.keep_until_close(acls.attach(zk.watcher, zk.executor))
+            authorizer = build_authorizer(cfg, acls)
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -113,13 +121,15 @@ class Broker:
             producer_ids=ProducerIdManager(
                 lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
             ),
+            authorizer=authorizer,
         )
         scram = None
         if needs_scram(cfg):
             scram = ScramCredentialCache(zk.client)
             await zk.run(lambda _client: scram.load())
         security = build_listener_security(cfg, scram)
-        await self.listeners.start(self.services, HANDLERS, security)
+        handlers = guard_handlers(HANDLERS, authorizer)
+        await self.listeners.start(self.services, handlers, security)
         await identity.register(self.listeners.bound_ports)
         config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
         zk.listen(config_changes.queue, config_changes.on_notification)
