@@ -333,3 +333,15 @@ def test_confluent_kafka_reauthenticates(reauth: SecureCluster) -> None:
         time.sleep(0.8)  # the session expires twice while the producer keeps its connection
     assert "SASL session expired" not in reauth.log_text[before:]
     assert "closing connection" not in reauth.log_text[before:]
+
+
+def test_acl_apis_without_an_authorizer_are_security_disabled(secure: SecureCluster) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "zkafka.cli.main", "acls", "--bootstrap-server",
+         f"127.0.0.1:{secure.plaintext}", "--list"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and "SECURITY_DISABLED" in result.stderr, result.stderr

@@ -71,6 +71,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     # stops at v1 (session_lifetime_ms); v2 only adds the flexible encoding.
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),
+    # ACL APIs (KIP-140; v1 adds prefixed patterns, KIP-290); SECURITY_DISABLED without an authorizer.
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
 }
 
 

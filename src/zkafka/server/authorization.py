@@ -564,6 +564,24 @@ def _offset_delete(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     return _then(handler(ctx, request), fix)
 
 
+def _create_acls(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    if authorize(ctx, Op.ALTER, RT.CLUSTER):
+        return handler(ctx, request)
+    cls = _nested(ctx, "AclCreationResult")
+    results = [
+        cls(error_code=CLUSTER_DENIED, error_message="Authorization failed.") for _ in request.creations
+    ]
+    return _response(ctx, results=results)
+
+
+def _delete_acls(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    if authorize(ctx, Op.ALTER, RT.CLUSTER):
+        return handler(ctx, request)
+    cls = _nested(ctx, "DeleteAclsFilterResult")
+    results = [cls(error_code=CLUSTER_DENIED, error_message="Authorization failed.") for _ in request.filters]
+    return _response(ctx, filter_results=results)
+
+
 GUARDS: dict[int, Guard] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -631,6 +649,9 @@ GUARDS: dict[int, Guard] = {
     ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_guard(Op.ALTER, error_message="Authorization failed."),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),
+    ApiKey.DESCRIBE_ACLS: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),
+    ApiKey.CREATE_ACLS: _create_acls,
+    ApiKey.DELETE_ACLS: _delete_acls,
 }
 """api key -> its check. ApiVersions, SaslHandshake and SaslAuthenticate need none; an API in the
 table with no guard here is refused to everyone but super users (fail closed)."""

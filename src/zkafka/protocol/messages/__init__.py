@@ -23,6 +23,10 @@ from zkafka.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
+from zkafka.protocol.messages.create_acls import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+)
 from zkafka.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -30,6 +34,10 @@ from zkafka.protocol.messages.create_partitions import (
 from zkafka.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
+)
+from zkafka.protocol.messages.delete_acls import (
+    DeleteAclsRequest,
+    DeleteAclsResponse,
 )
 from zkafka.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
@@ -42,6 +50,10 @@ from zkafka.protocol.messages.delete_records import (
 from zkafka.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+)
+from zkafka.protocol.messages.describe_acls import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
 )
 from zkafka.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -169,6 +181,9 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    29: DescribeAclsRequest,
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
@@ -206,6 +221,9 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    29: DescribeAclsResponse,
+    30: CreateAclsResponse,
+    31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
@@ -229,16 +247,22 @@ __all__ = [
     "ApiVersionsResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",

@@ -12,11 +12,14 @@ from zkafka.protocol.schemas import (
     alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_configs,
     describe_groups,
     elect_leaders,
@@ -79,6 +82,9 @@ _MODULES = (
     list_partition_reassignments,
     offset_delete,
     sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
+    acls,
     api_versions,
     configs,
     controlled_shutdown,
@@ -59,4 +60,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
     ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
+    ApiKey.DESCRIBE_ACLS: acls.handle_describe,
+    ApiKey.CREATE_ACLS: acls.handle_create,
+    ApiKey.DELETE_ACLS: acls.handle_delete,
 }
