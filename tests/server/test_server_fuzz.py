@@ -282,7 +282,12 @@ def test_pipelined_requests_cut_short_leave_no_coroutine_unawaited(cluster: Loca
     coroutine, awaited inside a wrapper coroutine, was dropped unstarted: Python printed
     "coroutine 'handle_join_group' was never awaited" into the broker's log."""
     port = cluster.brokers[1].port
-    case = build_case(1, 416, BROKER_API_VERSIONS)
+    # the case is drawn from the api table: replay it with the table it was found with (the SASL
+    # and ACL APIs came later)
+    later = {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS,
+             ApiKey.DELETE_ACLS}  # fmt: skip
+    table = {k: v for k, v in BROKER_API_VERSIONS.items() if k not in later}
+    case = build_case(1, 416, table)
     assert case.chunked and not case.read
 
     async def replay() -> None:

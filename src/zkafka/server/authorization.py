@@ -32,6 +32,7 @@ from zkafka.security.authorizer import AclAuthorizer, Action, AuthorizationResul
 from zkafka.security.principal import parse_principal
 from zkafka.server.dispatcher import Handler, RequestContext
 from zkafka.server.network import NO_RESPONSE
+from zkafka.server.security import SecurityConfigError
 from zkafka.zk.acls import AclOperation, ResourcePattern, ResourceType
 
 __all__ = [
@@ -62,13 +63,14 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 def authorizer_enabled(config: BrokerConfig) -> bool:
     """Whether `authorizer.class.name` asks for the ACL authorizer; ValueError for a class zkafka
-    does not have (a broker must not start open when its operator asked for a different one)."""
+    does not have: SecurityConfigError (a broker must not start open when its operator asked for
+    a different one)."""
     name = config.authorizer_class_name.strip()
     if not name:
         return False
     if name in AUTHORIZER_CLASS_NAMES:
         return True
-    raise ValueError(
+    raise SecurityConfigError(
         f"authorizer.class.name {name!r} is not supported (use kafka.security.authorizer.AclAuthorizer)"
     )
 

@@ -88,6 +88,12 @@ def build_listener_security(
 ) -> dict[str, ListenerSecurity]:
     """listener name -> its security; SecurityConfigError (or SslConfigError) if one cannot work."""
     props = config.security_properties()
+    inter_broker = config.inter_broker_endpoint.security_protocol.upper()
+    if inter_broker != "PLAINTEXT":
+        raise SecurityConfigError(
+            f"the inter-broker listener {config.inter_broker_listener_name} is {inter_broker}: brokers "
+            "can only talk to each other over PLAINTEXT yet (their client speaks neither TLS nor SASL)"
+        )
     out: dict[str, ListenerSecurity] = {}
     for ep in config.listeners:
         name, protocol = ep.listener_name, ep.security_protocol.upper()
