@@ -14,8 +14,9 @@ With --authorizer-properties the tool writes the ACL znodes itself (`/kafka-acl/
 notifications every broker's ACL cache follows, as kafka-acls does through Kafka's AclAuthorizer.
 With --bootstrap-server HOST:PORT[,...] it asks a broker instead, through the ACL APIs
 (DescribeAcls, CreateAcls, DeleteAcls), which need `authorizer.class.name` on the brokers and
-Cluster:Describe / Cluster:Alter for the caller. --command-config (SSL/SASL client keys) is not
-supported yet: the broker must be reached on a PLAINTEXT listener.
+Cluster:Describe / Cluster:Alter for the caller. --command-config, when
+given, holds Kafka's client keys (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+`ssl.truststore.*`) for an SSL or SASL listener.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> str:
     if args.bootstrap_server is not None and args.authorizer_properties:
         raise CliError("only one of --bootstrap-server or --authorizer-properties must be specified")
-    if args.command_config is not None:
-        raise CliError("--command-config is not supported yet: reach a PLAINTEXT listener")
+    if args.command_config is not None and args.bootstrap_server is None:
+        raise CliError("--command-config is for --bootstrap-server")
     if not args.authorizer_properties and args.bootstrap_server is None:
         raise CliError("one of --bootstrap-server or --authorizer-properties must be specified")
     if args.authorizer not in ACCEPTED_AUTHORIZERS:
@@ -328,9 +329,11 @@ class _ZkAcls:
 
 
 @contextmanager
-def _acls(connect: str, create_chroot: bool) -> Iterator[_ZkAcls | BrokerAcls]:
+def _acls(
+    connect: str, create_chroot: bool, command_config: str | None = None
+) -> Iterator[_ZkAcls | BrokerAcls]:
     if connect.startswith(BOOTSTRAP):
-        with BrokerAcls.connect(connect[len(BOOTSTRAP) :]) as broker:
+        with BrokerAcls.connect(connect[len(BOOTSTRAP) :], command_config) as broker:
             yield broker
         return
     with _zookeeper(connect, create_chroot) as zk:
@@ -368,7 +371,7 @@ def _add(args: argparse.Namespace, connect: str) -> int:
             "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
         )
     # Like Kafka's AclAuthorizer, adding creates the chroot: ACLs are often set before the first broker.
-    with _acls(connect, create_chroot=True) as zk:
+    with _acls(connect, create_chroot=True, command_config=args.command_config) as zk:
         for pattern in sorted(to_add, key=_pattern_order):
             print(_block(f"Adding ACLs for resource `{format_pattern(pattern)}`", _sorted(to_add[pattern])))
             try:
@@ -392,7 +395,7 @@ def _confirm(args: argparse.Namespace, question: str) -> bool:
 
 def _remove(args: argparse.Namespace, connect: str) -> int:
     plan = _filter_to_entries(args)
-    with _acls(connect, create_chroot=False) as zk:
+    with _acls(connect, create_chroot=False, command_config=args.command_config) as zk:
         for resource_filter, entries in plan.items():
             if not entries:
                 question = (
@@ -413,7 +416,7 @@ def _remove(args: argparse.Namespace, connect: str) -> int:
 
 
 def _list(args: argparse.Namespace, connect: str) -> int:
-    with _acls(connect, create_chroot=False) as zk:
+    with _acls(connect, create_chroot=False, command_config=args.command_config) as zk:
         _print_current(zk, args)
     return 0
 

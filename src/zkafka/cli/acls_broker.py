@@ -13,6 +13,8 @@ from typing import Any
 from zkafka.cli.errors import CliError
 from zkafka.client.cluster import parse_bootstrap
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.security import ClientSecurity
+from zkafka.config.properties import load_properties
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     CreateAclsRequest,
@@ -65,18 +67,26 @@ class BrokerAcls:
 
     @classmethod
     @contextmanager
-    def connect(cls, bootstrap: str) -> Iterator[BrokerAcls]:
+    def connect(cls, bootstrap: str, command_config: str | None = None) -> Iterator[BrokerAcls]:
         try:
             addresses = parse_bootstrap(bootstrap)
         except ValueError as e:
             raise CliError(f"bad --bootstrap-server {bootstrap!r}: {e}") from None
+        security = None
+        if command_config is not None:
+            try:
+                security = ClientSecurity.from_config(load_properties(command_config))
+            except (ValueError, OSError) as e:
+                raise CliError(f"--command-config {command_config}: {e}") from None
         loop = asyncio.new_event_loop()
         try:
             conn = None
             errors = []
             for host, port in addresses:
                 try:
-                    conn = loop.run_until_complete(BrokerConnection.open(host, port, client_id="zkafka-acls"))
+                    conn = loop.run_until_complete(
+                        BrokerConnection.open(host, port, client_id="zkafka-acls", security=security)
+                    )
                     break
                 except (OSError, TimeoutError) as e:
                     errors.append(str(e))
