@@ -345,3 +345,55 @@ def test_acl_apis_without_an_authorizer_are_security_disabled(secure: SecureClus
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 1 and "SECURITY_DISABLED" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("kind", ["sasl_ssl_scram", "ssl_mtls", "sasl_plain"])
+def test_zkafka_client_library_over_tls_and_sasl(secure: SecureCluster, kind: str) -> None:
+    """zkafka's own Producer, Consumer and AdminClient with Kafka's client keys."""
+    import asyncio
+
+    from zkafka.client.admin import AdminClient
+    from zkafka.client.consumer import Consumer
+    from zkafka.client.producer import Producer
+    from zkafka.client.security import ClientSecurity
+
+    if kind == "sasl_ssl_scram":
+        port, keys = secure.sasl_ssl, {
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secure.ca_path),
+        }  # fmt: skip
+    elif kind == "ssl_mtls":
+        chain, key = secure.client_cert("zed")
+        port, keys = secure.ssl, {
+            "security.protocol": "SSL", "ssl.ca.location": str(secure.ca_path),
+            "ssl.certificate.location": str(chain), "ssl.key.location": str(key),
+        }  # fmt: skip
+    else:
+        port, keys = secure.sasl_plaintext, {
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": ALICE, "sasl.password": ALICE_PASSWORD,
+        }  # fmt: skip
+    security = ClientSecurity.from_config(keys)
+    bootstrap = f"127.0.0.1:{port}"
+    topic = f"lib-{kind.replace('_', '-')}"
+
+    async def scenario() -> list[bytes]:
+        async with AdminClient(bootstrap, security=security) as admin:
+            await admin.create_topic(topic, 1, 1)
+        async with Producer(bootstrap, security=security, linger_ms=5) as producer:
+            for i in range(3):
+                await producer.send(topic, f"v{i}".encode(), partition=0)
+            await producer.flush()
+        async with Consumer(bootstrap, security=security) as consumer:
+            consumer.assign([(topic, 0)])
+            consumer.seek((topic, 0), 0)
+            got: list[bytes] = []
+            for _ in range(50):
+                got += [r.value for r in await consumer.poll(200)]
+                if len(got) >= 3:
+                    break
+            return got
+
+    assert asyncio.run(scenario()) == [b"v0", b"v1", b"v2"]
