@@ -126,7 +126,7 @@ def _on_connected(sec: ListenerSecurity):
 
         def sasl_connected(conn: KafkaConnection) -> None:
             conn.sasl = SaslSession(sec)
-            conn.set_max_request_bytes(sec.max_receive_size)
+            conn.set_max_request_bytes(sec.max_receive_size, "sasl.server.max.receive.size")
 
         return sasl_connected
     return None

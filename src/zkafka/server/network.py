@@ -145,6 +145,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_grow",
         "_handler",
         "_inflight",
+        "_limit_name",
         "_listener",
         "_max_inflight",
         "_max_request_bytes",
@@ -182,6 +183,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._handler = handler
         self._on_connected = on_connected
         self._max_request_bytes = max_request_bytes
+        self._limit_name = "socket.request.max.bytes"
         self._max_inflight = max_inflight
         self._on_close = on_close
         self._pool = pool
@@ -316,7 +318,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self._max_request_bytes:
                 self.abort(
-                    f"request size {size} is outside [0, socket.request.max.bytes={self._max_request_bytes}]"
+                    f"request size {size} is outside [0, {self._limit_name}={self._max_request_bytes}]"
                 )
                 return
             if not self._reserved and not self._reserve(size):
@@ -451,9 +453,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._reading_paused = False
             transport.resume_reading()
 
-    def set_max_request_bytes(self, size: int) -> None:
-        """The largest frame accepted from now on (SASL: small until authenticated)."""
+    def set_max_request_bytes(self, size: int, key: str = "socket.request.max.bytes") -> None:
+        """The largest frame accepted from now on, and the config key that says so (SASL: small
+        until authenticated)."""
         self._max_request_bytes = size
+        self._limit_name = key
 
     def close_after_responses(self, reason: str) -> None:
         """Answer the requests already in flight (the current one included), then close: Kafka's
