@@ -140,7 +140,9 @@ def test_direct_construction_matches_loaded_defaults() -> None:
 def test_every_row_is_consistent() -> None:
     for name, row in BROKER_CONFIG_KEYS.items():
         assert row.doc and "\n" not in row.doc
-        assert row.type.kafka_type in {"INT", "LONG", "SHORT", "DOUBLE", "BOOLEAN", "STRING", "LIST"}
+        assert row.type.kafka_type in {
+            "INT", "LONG", "SHORT", "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD"
+        }
         if row.default is not None:  # Kafka's default is itself a valid value, and formats canonically
             text = row.format(row.default)
             assert text is not None and row.format(row.parse(text)) == text, name
@@ -217,12 +219,34 @@ def test_values_are_trimmed_and_normalised() -> None:
 def test_unknown_key_warns_and_loads(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="zkafka.config"):
         config = BrokerConfig.from_properties(
-            props(**{"ssl.keystore.location": "/ks", "num.partitions": "2"})
+            props(**{"ssl.keystore.lokation": "/ks", "num.partitions": "2",
+                     "listener.name.sasl_ssl.ssl.key.password": "secret"})
         )
     assert config.num_partitions == 2
-    assert config.unknown_properties == (("ssl.keystore.location", "/ks"),)
+    assert config.unknown_properties == (
+        ("ssl.keystore.lokation", "/ks"), ("listener.name.sasl_ssl.ssl.key.password", "secret")
+    )
     warnings = [r for r in caplog.records if r.name == "zkafka.config" and r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "ssl.keystore.location" in warnings[0].getMessage()
+    # per-listener keys are Kafka's dynamic prefixes: kept without a warning
+    assert len(warnings) == 1 and "ssl.keystore.lokation" in warnings[0].getMessage()
+
+
+def test_password_keys_are_never_shown() -> None:
+    from zkafka.config.broker import is_sensitive
+
+    config = BrokerConfig.from_properties(
+        props(**{"ssl.key.password": "s3cret", "sasl.jaas.config": "x required password=\"s3cret\";",
+                 "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "y"})
+    )
+    assert "s3cret" not in repr(config)
+    described = {k: (v, d) for k, v, d in config.describe()}
+    assert described["ssl.key.password"] == (None, False)
+    assert described["sasl.jaas.config"] == (None, False)
+    assert described["ssl.client.auth"] == ("none", True)
+    assert is_sensitive("ssl.key.password")
+    assert is_sensitive("listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config")
+    assert not is_sensitive("ssl.client.auth")
+    assert config.security_properties()["ssl.key.password"] == "s3cret"
 
 
 def test_unknown_zkafka_key_is_an_error() -> None:

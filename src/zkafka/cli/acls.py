@@ -12,7 +12,11 @@
 With --authorizer-properties the tool writes the ACL znodes itself (`/kafka-acl/<Type>/<name>`,
 `/kafka-acl-extended/prefixed/<Type>/<name>`) with versioned conditional writes, then the change
 notifications every broker's ACL cache follows, as kafka-acls does through Kafka's AclAuthorizer.
---bootstrap-server needs the broker's ACL APIs, which zkafka brokers do not answer yet.
+With --bootstrap-server HOST:PORT[,...] it asks a broker instead, through the ACL APIs
+(DescribeAcls, CreateAcls, DeleteAcls), which need `authorizer.class.name` on the brokers and
+Cluster:Describe / Cluster:Alter for the caller. --command-config, when
+given, holds Kafka's client keys (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+`ssl.truststore.*`) for an SSL or SASL listener.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import argparse
 import logging
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from zkafka.cli.acls_broker import BrokerAcls
 from zkafka.cli.errors import CliError
 from zkafka.security.acl_admin import create_acls, delete_acls, describe_acls
 from zkafka.security.acl_filters import (
@@ -86,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="authorizer properties; zookeeper.connect=HOST:PORT[/chroot] is required",
     )
     where.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT", help="not supported yet (needs the ACL APIs)"
+        "--bootstrap-server", metavar="HOST:PORT", help="a broker (through the ACL APIs)"
     )
     where.add_argument("--command-config", metavar="FILE", help="client config for --bootstrap-server")
     where.add_argument(
@@ -143,20 +148,19 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> str:
     if args.bootstrap_server is not None and args.authorizer_properties:
         raise CliError("only one of --bootstrap-server or --authorizer-properties must be specified")
-    if args.bootstrap_server is not None:
-        raise CliError(
-            "--bootstrap-server is not supported yet: zkafka brokers do not answer the ACL APIs "
-            "(DescribeAcls, CreateAcls, DeleteAcls) yet; "
-            "use --authorizer-properties zookeeper.connect=HOST:PORT"
-        )
-    if not args.authorizer_properties:
+    if args.command_config is not None and args.bootstrap_server is None:
+        raise CliError("--command-config is for --bootstrap-server")
+    if not args.authorizer_properties and args.bootstrap_server is None:
         raise CliError("one of --bootstrap-server or --authorizer-properties must be specified")
     if args.authorizer not in ACCEPTED_AUTHORIZERS:
         raise CliError(f"--authorizer {args.authorizer!r} is not supported (use {ACCEPTED_AUTHORIZERS[0]})")
-    properties = _key_values(args.authorizer_properties)
-    connect = properties.get("zookeeper.connect")
-    if not connect:
-        raise CliError("--authorizer-properties must include zookeeper.connect=HOST:PORT[/chroot]")
+    if args.bootstrap_server is not None:
+        connect = BOOTSTRAP + args.bootstrap_server
+    else:
+        properties = _key_values(args.authorizer_properties)
+        connect = properties.get("zookeeper.connect", "")
+        if not connect:
+            raise CliError("--authorizer-properties must include zookeeper.connect=HOST:PORT[/chroot]")
     if sum((args.add, args.remove, args.list)) != 1:
         raise CliError("Command must include exactly one action: --list, --add, --remove.")
     if args.list:
@@ -304,6 +308,38 @@ def _pattern_order(pattern: ResourcePattern) -> tuple[str, str, str]:
 
 
 # -- actions -------------------------------------------------------------------------------------------
+BOOTSTRAP = "bootstrap:"
+"""Prefix of a --bootstrap-server target in the `connect` string `_check` returns."""
+
+
+class _ZkAcls:
+    """The ACL znodes themselves (--authorizer-properties)."""
+
+    def __init__(self, zk: KafkaZkClient) -> None:
+        self.zk = zk
+
+    def create(self, bindings: Iterable[tuple[ResourcePattern, AclEntry]]) -> None:
+        create_acls(self.zk, bindings)
+
+    def delete(self, filters: Sequence[AclBindingFilter]) -> None:
+        delete_acls(self.zk, filters)
+
+    def describe(self, binding_filter: AclBindingFilter) -> dict[ResourcePattern, frozenset[AclEntry]]:
+        return describe_acls(self.zk, binding_filter)
+
+
+@contextmanager
+def _acls(
+    connect: str, create_chroot: bool, command_config: str | None = None
+) -> Iterator[_ZkAcls | BrokerAcls]:
+    if connect.startswith(BOOTSTRAP):
+        with BrokerAcls.connect(connect[len(BOOTSTRAP) :], command_config) as broker:
+            yield broker
+        return
+    with _zookeeper(connect, create_chroot) as zk:
+        yield _ZkAcls(zk)
+
+
 @contextmanager
 def _zookeeper(connect: str, create_chroot: bool) -> Iterator[KafkaZkClient]:
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
@@ -335,11 +371,11 @@ def _add(args: argparse.Namespace, connect: str) -> int:
             "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
         )
     # Like Kafka's AclAuthorizer, adding creates the chroot: ACLs are often set before the first broker.
-    with _zookeeper(connect, create_chroot=True) as zk:
+    with _acls(connect, create_chroot=True, command_config=args.command_config) as zk:
         for pattern in sorted(to_add, key=_pattern_order):
             print(_block(f"Adding ACLs for resource `{format_pattern(pattern)}`", _sorted(to_add[pattern])))
             try:
-                create_acls(zk, ((pattern, e) for e in to_add[pattern]))
+                zk.create((pattern, e) for e in to_add[pattern])
             except ValueError as e:
                 raise CliError(f"Error while adding ACLs: {e}") from None
         _print_current(zk, args)
@@ -359,7 +395,7 @@ def _confirm(args: argparse.Namespace, question: str) -> bool:
 
 def _remove(args: argparse.Namespace, connect: str) -> int:
     plan = _filter_to_entries(args)
-    with _zookeeper(connect, create_chroot=False) as zk:
+    with _acls(connect, create_chroot=False, command_config=args.command_config) as zk:
         for resource_filter, entries in plan.items():
             if not entries:
                 question = (
@@ -374,24 +410,24 @@ def _remove(args: argparse.Namespace, connect: str) -> int:
                 )
                 filters = [AclBindingFilter(resource_filter, AclEntryFilter.exactly(e)) for e in entries]
             if _confirm(args, question):
-                delete_acls(zk, filters)
+                zk.delete(filters)
         _print_current(zk, args)
     return 0
 
 
 def _list(args: argparse.Namespace, connect: str) -> int:
-    with _zookeeper(connect, create_chroot=False) as zk:
+    with _acls(connect, create_chroot=False, command_config=args.command_config) as zk:
         _print_current(zk, args)
     return 0
 
 
-def _print_current(zk: KafkaZkClient, args: argparse.Namespace) -> None:
+def _print_current(zk: _ZkAcls | BrokerAcls, args: argparse.Namespace) -> None:
     filters = _resource_filters(args, required=False) or [
         ResourcePatternFilter(None, None, PatternTypeFilter.ANY)
     ]
     found: dict[ResourcePattern, set[AclEntry]] = {}
     for resource_filter in filters:
-        for pattern, acls in describe_acls(zk, AclBindingFilter(resource_filter)).items():
+        for pattern, acls in zk.describe(AclBindingFilter(resource_filter)).items():
             found.setdefault(pattern, set()).update(acls)
     principals = _principals(args.principal) if args.list else []
     if not principals:

@@ -62,7 +62,9 @@ def _split(text: str) -> tuple[str, str]:
 
 
 async def _serve(config) -> int:  # type: ignore[no-untyped-def]
+    from zkafka.security.tls import SslConfigError
     from zkafka.server.broker import Broker
+    from zkafka.server.security import SecurityConfigError
 
     broker = Broker(config)
     stop = asyncio.Event()
@@ -74,7 +76,7 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     except Exception as e:
         # Expected failures (ZooKeeper unreachable, broker id in use, a bad log dir) are one line;
         # a traceback only says more for the unexpected ones.
-        expected = isinstance(e, ZkError | OSError)
+        expected = isinstance(e, ZkError | OSError | SecurityConfigError | SslConfigError)
         log.error("broker failed to start: %s", e, exc_info=None if expected else e)
         await broker.stop()
         raise CliError(f"broker failed to start: {e}") from None

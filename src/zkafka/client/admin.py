@@ -25,6 +25,7 @@ from zkafka.client.cluster import BrokerMetadata, Cluster, TopicMetadata
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError, ClientTimeoutError, ConfigError
 from zkafka.client.offsets import READ_UNCOMMITTED, list_offsets, offset_spec
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import OffsetAndTimestamp, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError, Message
 from zkafka.protocol.messages import (
@@ -192,6 +193,7 @@ class AdminClient:
         client_id: str = "zkafka-admin",
         request_timeout_ms: int = DEFAULT_TIMEOUT_MS,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.cluster = Cluster(
             bootstrap_servers,
@@ -199,6 +201,7 @@ class AdminClient:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            security=security,
         )
 
     async def __aenter__(self) -> Self:

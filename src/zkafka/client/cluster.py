@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from zkafka.client.connection import BrokerConnection, ConnectionError_, NoCommonVersionError
 from zkafka.client.errors import BrokerUnavailableError, ClientClosedError, ClientTimeoutError, ConfigError
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError, Message
 from zkafka.protocol.messages import MetadataRequest, MetadataResponse
@@ -225,6 +226,7 @@ class Cluster:
         retry_backoff_ms: int = 100,
         metadata_max_age_ms: int = 300_000,
         allow_auto_topic_creation: bool = False,
+        security: ClientSecurity | None = None,
     ) -> None:
         if bootstrap_servers is None and zookeeper_connect is None:
             raise ConfigError("either bootstrap servers or a ZooKeeper connect string is required")
@@ -245,6 +247,8 @@ class Cluster:
         self.retry_backoff = retry_backoff_ms / 1000
         self.metadata_max_age = metadata_max_age_ms / 1000
         self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.security = security
+        """TLS and SASL of every connection (`zkafka.client.security`); None: PLAINTEXT."""
         self.metadata = ClusterMetadata()
         self._wanted: set[str] = set()
         self._conns: dict[int, BrokerConnection] = {}
@@ -410,7 +414,9 @@ class Cluster:
         pending = self._opening.get(key)
         if pending is None:
             pending = asyncio.ensure_future(
-                BrokerConnection.open(*address, client_id=self.client_id, timeout=self.connect_timeout)
+                BrokerConnection.open(
+                    *address, client_id=self.client_id, timeout=self.connect_timeout, security=self.security
+                )
             )
             self._opening[key] = pending
 

@@ -19,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import cast
 
+from zkafka.client.security import ClientSecurity, ClientSecurityError
 from zkafka.protocol import (
     ErrorCode,
     Message,
@@ -67,16 +68,28 @@ class BrokerConnection(asyncio.Protocol):
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     async def open(
-        cls, host: str, port: int, *, client_id: str | None = "zkafka", timeout: float = 10.0
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "zkafka",
+        timeout: float = 10.0,
+        security: ClientSecurity | None = None,
     ) -> BrokerConnection:
+        """Connect, ask ApiVersions, and with `security` speak TLS and authenticate with SASL
+        (`zkafka.client.security`); a failed authentication is a ConnectionError_ too."""
         loop = asyncio.get_running_loop()
         conn = cls(host, port, client_id)
         conn._closed = loop.create_future()
+        context = security.ssl_context if security is not None else None
         try:
             # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that
             # arrives just as the awaited operation completes, leaving a cancelled caller running.
             async with asyncio.timeout(timeout):
-                await loop.create_connection(lambda: conn, host, port)
+                if context is not None:
+                    await loop.create_connection(lambda: conn, host, port, ssl=context, server_hostname=host)
+                else:
+                    await loop.create_connection(lambda: conn, host, port)
         except (OSError, TimeoutError) as e:
             raise ConnectionError_(f"cannot connect to {host}:{port}: {e}") from e
         resp = await conn.send(ApiVersionsRequest(), version=0, timeout=timeout)
@@ -84,6 +97,12 @@ class BrokerConnection(asyncio.Protocol):
             conn.close()
             raise ConnectionError_(f"ApiVersions failed on {host}:{port}: error {resp.error_code}")
         conn.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        if security is not None and security.is_sasl:
+            try:
+                await security.authenticate(conn, timeout)
+            except ClientSecurityError as e:
+                conn.close()
+                raise ConnectionError_(str(e)) from None
         return conn
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ from zkafka.client.errors import (
     NoOffsetForPartitionError,
 )
 from zkafka.client.offsets import READ_COMMITTED, READ_UNCOMMITTED, list_offsets, offset_spec
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -99,6 +100,7 @@ class Consumer:
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         metadata_max_age_ms: int = 300_000,
+        security: ClientSecurity | None = None,
     ) -> None:
         if auto_offset_reset not in _RESET_POLICIES:
             raise ConfigError(
@@ -136,6 +138,7 @@ class Consumer:
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
+            security=security,
         )
         self._states: dict[TopicPartition, _PartitionState] = {}
         self._fetched: deque[_Fetched] = deque()

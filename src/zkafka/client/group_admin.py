@@ -24,6 +24,7 @@ from typing import Self, TypeVar
 from zkafka.client.cluster import Cluster
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.groups.consumer_protocol import (
@@ -103,6 +104,7 @@ class GroupAdmin:
         client_id: str = "zkafka-groups",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.cluster = Cluster(
             bootstrap_servers,
@@ -110,6 +112,7 @@ class GroupAdmin:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            security=security,
         )
         self._coordinators: dict[str, int] = {}
 

@@ -19,6 +19,7 @@ from zkafka.client.group_admin import (
     GroupAdmin,
     check_group_error,
 )
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.groups.consumer_protocol import (
@@ -91,6 +92,7 @@ class GroupConsumer:
         retry_backoff_ms: int = 100,
         on_assign: Callable[[set[TopicPartition]], object] | None = None,
         on_revoke: Callable[[set[TopicPartition]], object] | None = None,
+        security: ClientSecurity | None = None,
         **consumer_options: Any,
     ) -> None:
         from zkafka.client.consumer import Consumer
@@ -127,6 +129,7 @@ class GroupConsumer:
             auto_offset_reset=auto_offset_reset,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            security=security,
             **consumer_options,
         )
         # the group protocol has its own connections: a parked JoinGroup must not hold up fetches
@@ -136,6 +139,7 @@ class GroupConsumer:
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
+            security=security,
         )
         self.member_id = ""
         self.generation = -1

@@ -41,6 +41,7 @@ from zkafka.client.errors import (
     RecordTooLargeError,
 )
 from zkafka.client.partitioner import StickyPartitioner, partition_for_key
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import RecordMetadata, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
@@ -126,6 +127,7 @@ class Producer:
         buffer_memory: int = 33_554_432,
         metadata_max_age_ms: int = 300_000,
         allow_auto_topic_creation: bool = True,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.acks = parse_acks(acks)
         self.compression = parse_compression(compression)
@@ -168,6 +170,7 @@ class Producer:
             retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
             allow_auto_topic_creation=allow_auto_topic_creation,
+            security=security,
         )
         self._accumulator = RecordAccumulator(batch_size)
         self._partitioner = StickyPartitioner()

@@ -54,6 +54,7 @@ from zkafka.config.values import (
     LIST,
     LONG,
     NON_EMPTY,
+    PASSWORD,
     SHORT,
     STRING,
     Check,
@@ -119,6 +120,7 @@ class ConfigKey:
 
 
 _ROW = "zkafka.config.row"
+LISTENER_PREFIX = "listener.name."
 _SAME: Any = object()
 
 
@@ -134,7 +136,8 @@ def _key(
 ) -> Any:
     """A BrokerConfig field carrying its table row (the attribute is filled in after the class exists)."""
     row = ConfigKey(name, "", vtype, default, check, doc, required)
-    return field(default=default if field_default is _SAME else field_default, metadata={_ROW: row})
+    return field(default=default if field_default is _SAME else field_default, metadata={_ROW: row},
+                 repr=vtype is not PASSWORD)
 
 
 def _is_metrics_listener(value: object) -> bool:
@@ -233,6 +236,54 @@ class BrokerConfig:
                                    "how long the broker's own requests wait for an answer", at_least(0))
     fetch_max_bytes: int = _key("fetch.max.bytes", INT, 57671680, "largest fetch response",
                                 at_least(1024))
+
+    # -- security (docs/security.md) -------------------------------------------------------------
+    # Per-listener values `listener.name.<listener>.ssl.*` / `listener.name.<listener>.<mechanism>.
+    # sasl.jaas.config` are Kafka's dynamic prefixes: kept with the unknown keys, never warned about.
+    ssl_keystore_type: str = _key("ssl.keystore.type", STRING, "JKS",
+                                  "PEM or PKCS12 (Kafka's JKS cannot be read: convert it)")
+    ssl_keystore_location: str | None = _key("ssl.keystore.location", STRING, None,
+                                             "keystore file (PEM: key and certificate chain)")
+    ssl_keystore_password: str | None = _key("ssl.keystore.password", PASSWORD, None,
+                                             "PKCS12 keystore password")
+    ssl_key_password: str | None = _key("ssl.key.password", PASSWORD, None, "private key password")
+    ssl_keystore_key: str | None = _key("ssl.keystore.key", PASSWORD, None, "inline PEM private key")
+    ssl_keystore_certificate_chain: str | None = _key("ssl.keystore.certificate.chain", PASSWORD, None,
+                                                      "inline PEM certificate chain")
+    ssl_truststore_type: str = _key("ssl.truststore.type", STRING, "JKS", "PEM or PKCS12")
+    ssl_truststore_location: str | None = _key("ssl.truststore.location", STRING, None, "truststore file")
+    ssl_truststore_password: str | None = _key("ssl.truststore.password", PASSWORD, None,
+                                               "PKCS12 truststore password")
+    ssl_truststore_certificates: str | None = _key("ssl.truststore.certificates", PASSWORD, None,
+                                                   "inline PEM trusted certificates")
+    ssl_client_auth: str = _key("ssl.client.auth", choice("none", "requested", "required"), "none",
+                                "whether SSL listeners ask clients for a certificate (mTLS)")
+    ssl_enabled_protocols: tuple[str, ...] = _key("ssl.enabled.protocols", LIST, ("TLSv1.2", "TLSv1.3"),
+                                                  "TLS versions accepted")
+    ssl_protocol: str = _key("ssl.protocol", STRING, "TLSv1.3", "TLS protocol (accepted and kept)")
+    ssl_cipher_suites: tuple[str, ...] = _key("ssl.cipher.suites", LIST, (),
+                                              "cipher suites (not applied yet)")
+    ssl_endpoint_identification_algorithm: str = _key("ssl.endpoint.identification.algorithm", STRING,
+                                                      "https", "clients check the host name; empty = no")
+    ssl_principal_mapping_rules: str = _key("ssl.principal.mapping.rules", STRING, "DEFAULT",
+                                            "certificate DN -> principal name rules")
+    sasl_enabled_mechanisms: tuple[str, ...] = _key("sasl.enabled.mechanisms", LIST, ("GSSAPI",),
+                                                    "SASL mechanisms served (PLAIN, SCRAM-SHA-256, "
+                                                    "SCRAM-SHA-512; GSSAPI is not supported)")
+    sasl_mechanism_inter_broker_protocol: str = _key("sasl.mechanism.inter.broker.protocol", STRING,
+                                                     "GSSAPI", "SASL mechanism between brokers")
+    sasl_jaas_config: str | None = _key("sasl.jaas.config", PASSWORD, None, "JAAS login module config")
+    sasl_server_max_receive_size: int = _key("sasl.server.max.receive.size", INT, 524288,
+                                             "largest SASL message before authentication", at_least(1))
+    connections_max_reauth_ms: int = _key("connections.max.reauth.ms", LONG, 0,
+                                          "SASL session lifetime (KIP-368); 0 = unlimited", at_least(0))
+    authorizer_class_name: str = _key("authorizer.class.name", STRING, "",
+                                      "ACL authorizer (kafka.security.authorizer.AclAuthorizer); "
+                                      "empty = none")
+    super_users: str | None = _key("super.users", STRING, None,
+                                   "principals allowed everything, User:a;User:b")
+    allow_everyone_if_no_acl_found: bool = _key("allow.everyone.if.no.acl.found", BOOLEAN, False,
+                                                "a resource without ACLs is open to all")
 
     # -- topics, leaders, replication ------------------------------------------------------------
     num_partitions: int = _key("num.partitions", INT, 1, "partitions of an auto-created topic", at_least(1))
@@ -448,7 +499,8 @@ class BrokerConfig:
                 if key.startswith("zkafka."):
                     known = ", ".join(k for k in BROKER_CONFIG_KEYS if k.startswith("zkafka."))
                     raise ConfigError.bad_value(key, text, f"a known zkafka.* key ({known})")
-                log.warning("unknown broker config key %r (kept, but nothing uses it)", key)
+                if not key.startswith(LISTENER_PREFIX):
+                    log.warning("unknown broker config key %r (kept, but nothing uses it)", key)
                 unknown[key] = text
                 continue
             values[row.attr] = row.parse(text)
@@ -513,7 +565,9 @@ class BrokerConfig:
         out = []
         for name in sorted(BROKER_CONFIG_KEYS):
             row = BROKER_CONFIG_KEYS[name]
-            if name in self.explicit_keys:
+            if row.type is PASSWORD:
+                out.append((name, None, name not in self.explicit_keys))
+            elif name in self.explicit_keys:
                 out.append((name, row.format(getattr(self, row.attr)), False))
             else:
                 out.append((name, row.format(row.default), True))
@@ -533,6 +587,23 @@ class BrokerConfig:
                 out[name] = text
         out.update(self.unknown_properties)
         return out
+
+
+    def security_properties(self) -> dict[str, str]:
+        """The given `ssl.*`, `sasl.*` and `listener.name.*` keys as text (secrets included: for
+        building SSL contexts and SASL servers, never for output)."""
+        return {k: v for k, v in self.to_properties().items()
+                if k.startswith(("ssl.", "sasl.", LISTENER_PREFIX))}
+
+
+def is_sensitive(key: str) -> bool:
+    """Kafka's PASSWORD keys, and per-listener overrides of them: described as null."""
+    row = BROKER_CONFIG_KEYS.get(key)
+    if row is not None:
+        return row.type is PASSWORD
+    return key.startswith(LISTENER_PREFIX) and ("password" in key or key.endswith(
+        ("sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+         "ssl.truststore.certificates")))
 
 
 def load_broker_config(path: str | Path) -> BrokerConfig:

@@ -88,6 +88,8 @@ DOUBLE = ValueType("DOUBLE", "a number", _parse_double, repr)
 BOOLEAN = ValueType("BOOLEAN", "true or false", _parse_bool, lambda v: "true" if v else "false")
 STRING = ValueType("STRING", "a string", str, str)
 LIST = ValueType("LIST", "a comma-separated list", _parse_list, _format_list)
+PASSWORD = ValueType("PASSWORD", "a secret", str, str)
+"""Kafka's PASSWORD: never logged, never described (DescribeConfigs shows null, sensitive)."""
 
 
 def choice(*options: str, ignore_case: bool = False) -> ValueType:

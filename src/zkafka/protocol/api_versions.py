@@ -67,6 +67,14 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    # SASL (KIP-43/152/368): ILLEGAL_SASL_STATE on listeners without SASL, as in Kafka. SaslAuthenticate
+    # stops at v1 (session_lifetime_ms); v2 only adds the flexible encoding.
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 1),
+    # ACL APIs (KIP-140; v1 adds prefixed patterns, KIP-290); SECURITY_DISABLED without an authorizer.
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
 }
 
 

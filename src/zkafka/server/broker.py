@@ -26,7 +26,10 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.security.acl_cache import AclCache
+from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
+from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
@@ -38,6 +41,7 @@ from zkafka.server.registration import BrokerRegistration
 from zkafka.server.replica_fetcher import FollowerContext, ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.scheduler import Scheduler
+from zkafka.server.security import build_listener_security, needs_scram
 from zkafka.server.services import BrokerServices
 from zkafka.server.topic_configs import TopicConfigChanges
 from zkafka.server.zookeeper import BrokerZooKeeper
@@ -96,6 +100,12 @@ class Broker:
             broker_id, zk.client, zk.executor, zk.watcher, cfg, on_new_session=identity.reregister
         )
         isr = IsrManager(broker_id, replicas, zk, cfg.replica_lag_time_max_ms)
+        authorizer = None
+        if authorizer_enabled(cfg):
+            acls = AclCache(zk.client)
+            await zk.run(lambda _client: acls.load())
+            zk.keep_until_close(acls.attach(zk.watcher, zk.executor))
+            authorizer = build_authorizer(cfg, acls)
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -111,10 +121,17 @@ class Broker:
             producer_ids=ProducerIdManager(
                 lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
             ),
+            authorizer=authorizer,
         )
-        await self.listeners.start(self.services, HANDLERS)
+        scram = None
+        if needs_scram(cfg):
+            scram = ScramCredentialCache(zk.client)
+            await zk.run(lambda _client: scram.load())
+        security = build_listener_security(cfg, scram)
+        handlers = guard_handlers(HANDLERS, authorizer)
+        await self.listeners.start(self.services, handlers, security)
         await identity.register(self.listeners.bound_ports)
-        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn)
+        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
         zk.listen(config_changes.queue, config_changes.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)

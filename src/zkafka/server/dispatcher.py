@@ -35,6 +35,7 @@ from zkafka.protocol import (
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
+from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class RequestContext:
     listener: str
     services: BrokerServices
     principal: str = ANONYMOUS
-    """Who sent the request; every connection is anonymous until the listeners authenticate."""
+    """Who sent the request (`User:ANONYMOUS` on PLAINTEXT, the mTLS DN on SSL, the SASL user)."""
 
     @property
     def api_version(self) -> int:
@@ -91,6 +92,9 @@ class Dispatcher:
         self.listener = listener
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
+        sasl = conn.sasl
+        if sasl is not None and sasl.raw:
+            return raw_sasl_token(frame, conn)
         try:
             header, request = decode_request(frame, self.served)
         except UnsupportedVersionError as e:
@@ -102,13 +106,35 @@ class Dispatcher:
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ConnectionFatalError(f"no handler for api key {header.api_key}")
-        ctx = RequestContext(header, conn, self.listener, self.services)
+        if sasl is not None:
+            refused = sasl.allows(header.api_key)
+            if refused is not None:
+                raise ConnectionFatalError(refused)
+        ctx = RequestContext(header, conn, self.listener, self.services, conn.principal)
         result = handler(ctx, request)
         if result is NO_RESPONSE:
             return NO_RESPONSE
         if inspect.isawaitable(result):
             return _finish(header, result)
         return _encode(header, result)
+
+
+def raw_sasl_token(frame: bytes, conn: KafkaConnection) -> list[bytes | bytearray | memoryview]:
+    """A token after SaslHandshake v0: no request header, answered with a size-prefixed raw token;
+    a failure closes the connection (there is no error field to carry it)."""
+    sasl = conn.sasl
+    step = sasl.authenticate(bytes(frame))
+    if step.failed:
+        raise ConnectionFatalError(f"SASL authentication failed ({sasl.security.listener}, raw token)")
+    if step.complete:
+        authenticated(conn)
+    return frame_bytes(step.response)
+
+
+def authenticated(conn: KafkaConnection) -> None:
+    """The connection's SASL exchange completed: it is its principal from now on."""
+    conn.principal = conn.sasl.principal
+    conn.set_max_request_bytes(conn.sasl.security.max_request_bytes)
 
 
 def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> asyncio.Future[Any]:

@@ -136,6 +136,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     __slots__ = (
         "_buffer",
         "_closed",
+        "_closing",
         "_counted",
         "_end",
         "_frame",
@@ -144,10 +145,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_grow",
         "_handler",
         "_inflight",
+        "_limit_name",
         "_listener",
         "_max_inflight",
         "_max_request_bytes",
         "_on_close",
+        "_on_connected",
         "_pool",
         "_pool_muted",
         "_pool_wanted",
@@ -160,6 +163,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "ip",
         "last_active",
         "peer",
+        "principal",
+        "sasl",
         "transport",
     )
 
@@ -173,9 +178,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         pool: MemoryPool | None = None,
         quotas: ConnectionQuotas | None = None,
         listener: str = "",
+        on_connected: Callable[[KafkaConnection], None] | None = None,
     ) -> None:
         self._handler = handler
+        self._on_connected = on_connected
         self._max_request_bytes = max_request_bytes
+        self._limit_name = "socket.request.max.bytes"
         self._max_inflight = max_inflight
         self._on_close = on_close
         self._pool = pool
@@ -197,7 +205,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pool_muted = False  # queued in the pool for the next frame's size (_pool_wanted)
         self._pool_wanted = 0
         self._closed = False
+        self._closing = False  # answer what is in flight, then close (SASL failures)
         self._counted = False
+        self.principal = "User:ANONYMOUS"
+        """Who this connection is (`zkafka.server.security`): set by TLS at connect, by SASL later."""
+        self.sasl: Any = None
+        """A SASL listener's per-connection state (`zkafka.server.security.SaslSession`), else None."""
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
         self.ip: str = "?"
@@ -215,6 +228,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 transport.abort()  # type: ignore[attr-defined]
                 return
             self._counted = self._quotas.counts(self._listener)
+        if self._on_connected is not None:
+            try:
+                self._on_connected(self)
+            except ConnectionFatalError as e:
+                self.abort(str(e))
+            except Exception as e:
+                _log_bug(e, self.peer)
+                self.abort("internal error")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -297,7 +318,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self._max_request_bytes:
                 self.abort(
-                    f"request size {size} is outside [0, socket.request.max.bytes={self._max_request_bytes}]"
+                    f"request size {size} is outside [0, {self._limit_name}={self._max_request_bytes}]"
                 )
                 return
             if not self._reserved and not self._reserve(size):
@@ -354,6 +375,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- internals ---------------------------------------------------------------------------
     def _dispatch(self, frame: bytearray) -> None:
         reserved, self._reserved = self._reserved, 0
+        if self._closing:  # closing after its last answer: later frames are dropped unread
+            self._release(reserved)
+            return
         try:
             result = self._handler(frame, self)
         except ConnectionFatalError as e:
@@ -409,6 +433,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             transport.writelines(out)
             self.last_active = time.monotonic()
         self._release(released)
+        if self._closing and not q:
+            self._closed = True
+            transport.close()  # after the buffered answers are written
 
     def _release(self, size: int) -> None:
         if size and self._pool is not None:
@@ -425,6 +452,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
         elif not should_pause and self._reading_paused:
             self._reading_paused = False
             transport.resume_reading()
+
+    def set_max_request_bytes(self, size: int, key: str = "socket.request.max.bytes") -> None:
+        """The largest frame accepted from now on, and the config key that says so (SASL: small
+        until authenticated)."""
+        self._max_request_bytes = size
+        self._limit_name = key
+
+    def close_after_responses(self, reason: str) -> None:
+        """Answer the requests already in flight (the current one included), then close: Kafka's
+        way after a failed SASL authentication."""
+        if not self._closing and not self._closed:
+            self._closing = True
+            limited.log(logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s",
+                        self.peer, reason)
 
     @property
     def waiting_on_broker(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Protocol
 from zkafka.config import BrokerConfig
 from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
+from zkafka.security.authorizer import AclAuthorizer
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
@@ -95,3 +96,6 @@ class BrokerServices:
     controller: ControllerAccess
     groups: CoordinatorService
     producer_ids: ProducerIdManager
+    authorizer: AclAuthorizer | None = None
+    """Kafka's ACL authorizer when `authorizer.class.name` asks for it, else None: no checks at all
+    (`zkafka.server.authorization` is where requests are checked)."""

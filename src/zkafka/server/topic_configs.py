@@ -1,6 +1,7 @@
 """Topic config overrides from `/config/topics/<t>`: read for every topic at start-up, and applied
 again to the local logs whenever a `/config/changes` notification names a topic (AlterConfigs on
-any broker, or a tool, writes one after changing the overrides).
+any broker, or a tool, writes one after changing the overrides). A notification naming a user
+refreshes that user's SCRAM credentials in the broker's credential cache, when it has one.
 
 A znode another tool wrote may hold keys we do not know or values we cannot use: those are logged
 and skipped, never fatal (the rest of the topic's overrides still apply).
@@ -12,6 +13,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.services import TopicLogs
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.config import LogConfig
@@ -54,16 +56,29 @@ class TopicConfigChanges:
     queue = CONFIG_CHANGES
 
     def __init__(
-        self, zk: ZooKeeper, logs: TopicLogs, spawn: Callable[[Coroutine[Any, Any, None]], None]
+        self,
+        zk: ZooKeeper,
+        logs: TopicLogs,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        scram: ScramCredentialCache | None = None,
     ) -> None:
         self._zk = zk
         self._logs = logs
         self._spawn = spawn
+        self._scram = scram
 
     def on_notification(self, name: str, data: bytes) -> None:
         note = ConfigEntityChangeNotificationZNode.decode(data, f"{CONFIG_CHANGES.root}/{name}")
         if note.entity_type == ConfigType.TOPIC.value:
             self._spawn(self.reload(note.entity_name))
+        elif note.entity_type == ConfigType.USER.value and self._scram is not None:
+            self._spawn(self.reload_user(note.entity_path))
+
+    async def reload_user(self, entity_path: str) -> None:
+        """A user's SCRAM credentials changed (`users/<user>`; quota paths are ignored by the cache)."""
+        scram = self._scram
+        assert scram is not None
+        await self._zk.run(lambda _client: scram.on_config_change(entity_path))
 
     async def reload(self, topic: str) -> None:
         found = await self._zk.run(KafkaZkClient.get_entity_configs, ConfigType.TOPIC, [topic])

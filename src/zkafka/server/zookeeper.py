@@ -80,6 +80,10 @@ class BrokerZooKeeper:
         listener = ChangeNotificationListener(self.client, queue, handler)
         self._handles.append(listener.attach(self.watcher, self.executor))
 
+    def keep_until_close(self, handles: list[WatchHandle]) -> None:
+        """Subscriptions made elsewhere (the ACL cache's) that end with `stop_listening`."""
+        self._handles.extend(handles)
+
     def stop_listening(self) -> None:
         """No more change notifications or session news: called before the logs close, so no
         config change lands on a log being shut down."""

@@ -23,6 +23,10 @@ from zkafka.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
 )
+from zkafka.protocol.messages.create_acls import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+)
 from zkafka.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -30,6 +34,10 @@ from zkafka.protocol.messages.create_partitions import (
 from zkafka.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
+)
+from zkafka.protocol.messages.delete_acls import (
+    DeleteAclsRequest,
+    DeleteAclsResponse,
 )
 from zkafka.protocol.messages.delete_groups import (
     DeleteGroupsRequest,
@@ -42,6 +50,10 @@ from zkafka.protocol.messages.delete_records import (
 from zkafka.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+)
+from zkafka.protocol.messages.describe_acls import (
+    DescribeAclsRequest,
+    DescribeAclsResponse,
 )
 from zkafka.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -123,6 +135,10 @@ from zkafka.protocol.messages.produce import (
     ProduceRequest,
     ProduceResponse,
 )
+from zkafka.protocol.messages.sasl_authenticate import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
 from zkafka.protocol.messages.sasl_handshake import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
@@ -165,8 +181,12 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    29: DescribeAclsRequest,
+    30: CreateAclsRequest,
+    31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
     43: ElectLeadersRequest,
@@ -201,8 +221,12 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    29: DescribeAclsResponse,
+    30: CreateAclsResponse,
+    31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
     43: ElectLeadersResponse,
@@ -223,16 +247,22 @@ __all__ = [
     "ApiVersionsResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
@@ -273,6 +303,8 @@ __all__ = [
     "OffsetForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
     "StopReplicaRequest",

@@ -12,11 +12,14 @@ from zkafka.protocol.schemas import (
     alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_configs,
     describe_groups,
     elect_leaders,
@@ -37,6 +40,7 @@ from zkafka.protocol.schemas import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
     sasl_handshake,
     stop_replica,
     sync_group,
@@ -77,6 +81,10 @@ _MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_delete,
+    sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
+    acls,
     api_versions,
     configs,
     controlled_shutdown,
@@ -20,6 +21,7 @@ from zkafka.server.apis import (
     partition_admin,
     produce,
     producer_ids,
+    sasl,
     topics,
 )
 from zkafka.server.dispatcher import Handler
@@ -56,4 +58,9 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_authenticate,
+    ApiKey.DESCRIBE_ACLS: acls.handle_describe,
+    ApiKey.CREATE_ACLS: acls.handle_create,
+    ApiKey.DELETE_ACLS: acls.handle_delete,
 }

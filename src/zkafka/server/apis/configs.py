@@ -9,7 +9,7 @@ a `/config/changes` notification, which every broker applies to its local logs.
 
 from __future__ import annotations
 
-from zkafka.config.broker import LOG_CONFIG_SOURCES
+from zkafka.config.broker import LOG_CONFIG_SOURCES, is_sensitive
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
     AlterConfigsRequest,
@@ -131,7 +131,7 @@ def _describe_broker(ctx: RequestContext, name: str) -> list[D.DescribeConfigsRe
             read_only=True,
             config_source=DEFAULT_CONFIG if is_default else STATIC_BROKER_CONFIG,
             is_default=is_default,
-            is_sensitive="password" in key,
+            is_sensitive=is_sensitive(key),
         )
         for key, value, is_default in ctx.services.config.describe()
     ]
