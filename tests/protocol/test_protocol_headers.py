@@ -43,7 +43,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:(read|open)_text is deprecated:D
 FIRST_FLEXIBLE = {
     0: 9, 1: 12, 2: 6, 3: 9, 4: 4, 5: 2, 6: 6, 7: 3, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4,
     15: 5, 16: 3, 17: None, 18: 3, 19: 5, 20: 4, 21: 2, 22: 2, 23: 4, 32: 4, 33: 2, 37: 2, 42: 2,
-    43: 2, 44: 1, 45: 0, 46: 0, 47: None,
+    35: 2, 43: 2, 44: 1, 45: 0, 46: 0, 47: None, 60: 0,
 }  # fmt: skip
 
 

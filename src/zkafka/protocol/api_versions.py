@@ -63,6 +63,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
+    # Flexible from v1 / from v0: offered because Kafka's admin clients use them when they can.
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 0),
     # Answered by the active controller only (NOT_CONTROLLER elsewhere); the flexible exceptions.
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),

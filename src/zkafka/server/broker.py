@@ -29,6 +29,7 @@ from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.server.apis import HANDLERS
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
+from zkafka.server.dynamic_config import DynamicBrokerConfig
 from zkafka.server.isr import IsrManager
 from zkafka.server.listeners import Listeners
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
@@ -96,6 +97,10 @@ class Broker:
             broker_id, zk.client, zk.executor, zk.watcher, cfg, on_new_session=identity.reregister
         )
         isr = IsrManager(broker_id, replicas, zk, cfg.replica_lag_time_max_ms)
+        dynamic = DynamicBrokerConfig(
+            cfg, broker_id, zk, logs, self.listeners.connection_quotas, self.scheduler.spawn
+        )
+        await dynamic.reload()
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -111,11 +116,13 @@ class Broker:
             producer_ids=ProducerIdManager(
                 lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
             ),
+            dynamic=dynamic,
         )
         await self.listeners.start(self.services, HANDLERS)
         await identity.register(self.listeners.bound_ports)
         config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn)
         zk.listen(config_changes.queue, config_changes.on_notification)
+        zk.listen(dynamic.queue, dynamic.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)
         self.scheduler.run("isr", isr.run())

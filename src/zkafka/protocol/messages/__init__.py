@@ -43,6 +43,10 @@ from zkafka.protocol.messages.delete_topics import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from zkafka.protocol.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from zkafka.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -50,6 +54,10 @@ from zkafka.protocol.messages.describe_configs import (
 from zkafka.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+)
+from zkafka.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
 )
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -167,6 +175,7 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     23: OffsetForLeaderEpochRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    35: DescribeLogDirsRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
     43: ElectLeadersRequest,
@@ -174,6 +183,7 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsRequest,
     46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
+    60: DescribeClusterRequest,
 }
 
 RESPONSE_CLASSES: dict[int, type[Message]] = {
@@ -203,6 +213,7 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     23: OffsetForLeaderEpochResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    35: DescribeLogDirsResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
     43: ElectLeadersResponse,
@@ -210,6 +221,7 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsResponse,
     46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
+    60: DescribeClusterResponse,
 }
 
 __all__ = [
@@ -233,10 +245,14 @@ __all__ = [
     "DeleteRecordsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "FetchRequest",

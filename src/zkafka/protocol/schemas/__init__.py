@@ -17,8 +17,10 @@ from zkafka.protocol.schemas import (
     delete_groups,
     delete_records,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -77,6 +79,8 @@ _MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_delete,
+    describe_log_dirs,
+    describe_cluster,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -8,6 +8,8 @@ from __future__ import annotations
 from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
     api_versions,
+    cluster,
+    config_changes,
     configs,
     controlled_shutdown,
     controller_requests,
@@ -16,6 +18,7 @@ from zkafka.server.apis import (
     groups,
     leader_epochs,
     list_offsets,
+    log_dirs,
     metadata,
     partition_admin,
     produce,
@@ -56,4 +59,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: config_changes.handle_incremental,
+    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
+    ApiKey.DESCRIBE_CLUSTER: cluster.handle,
 }

@@ -1,0 +1,345 @@
+"""Issue 13's admin corners through real clients: IncrementalAlterConfigs (44) on topics and
+brokers, dynamic broker configs (KIP-226) in `/config/brokers/<id>` and `<default>`,
+DescribeConfigs of brokers with Kafka's sources, DescribeLogDirs (35) and DescribeCluster (60).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+)
+from confluent_kafka.error import KafkaException
+from tests.server.test_server_connection_limits import client_and_internal_listeners
+
+from zkafka.client.admin import AdminClient as ZkafkaAdmin
+from zkafka.client.admin import ConfigResource as ZkafkaResource
+from zkafka.client.connection import BrokerConnection
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.protocol.messages import IncrementalAlterConfigsRequest
+from zkafka.testing.polling import wait_for
+
+TIMEOUT = 30
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """One broker with a CLIENT listener and an INTERNAL inter-broker one (exempt from connection
+    limits), so the dynamic max.connections.* keys have connections to act on."""
+    with client_and_internal_listeners(zookeeper_server, tmp_path_factory.mktemp("admin-apis"), {}) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: LocalCluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+
+@pytest.fixture(scope="module")
+def topic(admin: AdminClient) -> str:
+    name = "admin-apis"
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(TIMEOUT)
+    return name
+
+
+def incremental(admin: AdminClient, resource: ConfigResource, *, validate_only: bool = False) -> None:
+    admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(TIMEOUT)
+
+
+def describe(admin: AdminClient, resource: ConfigResource) -> dict:
+    return admin.describe_configs([resource])[resource].result(TIMEOUT)
+
+
+def error_of(admin: AdminClient, resource: ConfigResource) -> str:
+    with pytest.raises(KafkaException) as e:
+        incremental(admin, resource)
+    return e.value.args[0].name()
+
+
+def topic_resource(topic: str, *ops: tuple[str, AlterConfigOpType, str | None]) -> ConfigResource:
+    return ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, op, v in ops],
+    )
+
+
+def broker_resource(name: str, *ops: tuple[str, AlterConfigOpType, str | None]) -> ConfigResource:
+    return ConfigResource(
+        ConfigResource.Type.BROKER,
+        name,
+        incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, op, v in ops],
+    )
+
+
+SET, DELETE, APPEND, SUBTRACT = (
+    AlterConfigOpType.SET,
+    AlterConfigOpType.DELETE,
+    AlterConfigOpType.APPEND,
+    AlterConfigOpType.SUBTRACT,
+)
+
+
+def test_incremental_alter_topic_set_delete_append_subtract(admin: AdminClient, topic: str) -> None:
+    incremental(admin, topic_resource(topic, ("retention.ms", SET, "3600000"), ("segment.ms", SET, "60000")))
+    configs = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))
+    assert configs["retention.ms"].value == "3600000"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    # incremental: the other override stays
+    incremental(admin, topic_resource(topic, ("segment.ms", DELETE, None)))
+    configs = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))
+    assert configs["retention.ms"].value == "3600000"
+    assert configs["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+    # APPEND to a list-typed key starts from its default
+    incremental(admin, topic_resource(topic, ("cleanup.policy", APPEND, "compact")))
+    value = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["cleanup.policy"].value
+    assert sorted(value.split(",")) == ["compact", "delete"]
+    incremental(admin, topic_resource(topic, ("cleanup.policy", SUBTRACT, "delete")))
+    assert (
+        describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["cleanup.policy"].value == "compact"
+    )
+    incremental(
+        admin, topic_resource(topic, ("cleanup.policy", DELETE, None), ("retention.ms", DELETE, None))
+    )
+
+
+def test_incremental_alter_validate_only_writes_nothing(admin: AdminClient, topic: str) -> None:
+    incremental(admin, topic_resource(topic, ("retention.bytes", SET, "12345")), validate_only=True)
+    configs = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))
+    assert configs["retention.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_incremental_alter_bad_input_gets_per_resource_errors(admin: AdminClient, topic: str) -> None:
+    assert error_of(admin, topic_resource(topic, ("no.such.config", SET, "1"))) == "INVALID_CONFIG"
+    assert error_of(admin, topic_resource(topic, ("retention.ms", SET, "soon"))) == "INVALID_CONFIG"
+    assert error_of(admin, topic_resource(topic, ("retention.ms", APPEND, "1"))) == "INVALID_REQUEST"
+    assert error_of(admin, topic_resource("no-such-topic", ("retention.ms", SET, "1"))) == (
+        "UNKNOWN_TOPIC_OR_PART"  # librdkafka's name
+    )
+    assert (
+        error_of(admin, topic_resource("bad/name", ("retention.ms", SET, "1")))
+        == "TOPIC_EXCEPTION"  # librdkafka: INVALID_TOPIC_EXCEPTION
+    )
+    # one bad resource does not fail the others
+    good = topic_resource(topic, ("retention.ms", SET, "7200000"))
+    bad = topic_resource("no-such-topic", ("retention.ms", SET, "1"))
+    futures = admin.incremental_alter_configs([good, bad])
+    futures[good].result(TIMEOUT)
+    with pytest.raises(KafkaException):
+        futures[bad].result(TIMEOUT)
+    incremental(admin, topic_resource(topic, ("retention.ms", DELETE, None)))
+
+
+# -- dynamic broker configs (KIP-226) -----------------------------------------------------------------
+
+
+def zk_json(cluster: LocalCluster, path: str) -> dict | None:
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(timeout=TIMEOUT)
+    try:
+        if not zk.exists(path):
+            return None
+        data, _ = zk.get(path)
+        return json.loads(data)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def notifications(cluster: LocalCluster) -> list[dict]:
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(timeout=TIMEOUT)
+    try:
+        return [
+            json.loads(zk.get(f"/config/changes/{n}")[0]) for n in sorted(zk.get_children("/config/changes"))
+        ]
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def set_default(cluster: LocalCluster, changes: dict[str, str | None]) -> None:
+    async def run() -> None:
+        async with ZkafkaAdmin(cluster.bootstrap_servers) as admin:
+            await admin.alter_configs(ZkafkaResource.broker(""), changes)
+
+    asyncio.run(run())
+
+
+def describe_zkafka(cluster: LocalCluster, broker: str) -> dict:
+    async def run() -> dict:
+        async with ZkafkaAdmin(cluster.bootstrap_servers) as admin:
+            resource = ZkafkaResource.broker(broker)
+            return (await admin.describe_configs([resource], include_synonyms=True))[resource]
+
+    return asyncio.run(run())
+
+
+def test_dynamic_broker_config_per_broker_and_default(cluster: LocalCluster, admin: AdminClient) -> None:
+    incremental(
+        admin, broker_resource("1", ("log.retention.ms", SET, "86400000"), ("num.io.threads", SET, "4"))
+    )
+    assert zk_json(cluster, "/config/brokers/1") == {
+        "version": 1,
+        "config": {"log.retention.ms": "86400000", "num.io.threads": "4"},
+    }
+    assert {"version": 2, "entity_path": "brokers/1"} in notifications(cluster)
+    configs = describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))
+    entry = configs["log.retention.ms"]
+    assert entry.value == "86400000"
+    assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert not entry.is_read_only
+    assert next((s.name, s.source) for s in entry.synonyms.values()) == (
+        "log.retention.ms",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
+    assert configs["broker.id"].is_read_only
+    assert configs["num.network.threads"].source == ConfigSource.DEFAULT_CONFIG.value
+
+    # the cluster-wide default, below the per-broker value
+    # librdkafka refuses an empty broker name: the default goes through zkafka's own client
+    set_default(cluster, {"log.retention.ms": "172800000", "message.max.bytes": "2000000"})
+    assert zk_json(cluster, "/config/brokers/<default>")["config"] == {
+        "log.retention.ms": "172800000",
+        "message.max.bytes": "2000000",
+    }
+    assert {"version": 2, "entity_path": "brokers/<default>"} in notifications(cluster)
+    configs = describe(admin, ConfigResource(ConfigResource.Type.BROKER, "1"))
+    assert configs["log.retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert configs["message.max.bytes"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    # librdkafka keys synonyms by name: the whole chain, in Kafka's order, through zkafka's client
+    chain = describe_zkafka(cluster, "1")
+    assert [(n, v, s.name) for n, v, s in chain["log.retention.ms"].synonyms] == [
+        ("log.retention.ms", "86400000", "DYNAMIC_BROKER_CONFIG"),
+        ("log.retention.ms", "172800000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        ("log.retention.hours", "168", "DEFAULT_CONFIG"),
+    ]
+    assert [(n, v, s.name) for n, v, s in chain["message.max.bytes"].synonyms] == [
+        ("message.max.bytes", "2000000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        ("message.max.bytes", "1048588", "DEFAULT_CONFIG"),
+    ]
+    default = describe_zkafka(cluster, "")
+    assert {k: e.value for k, e in default.items()} == {
+        "log.retention.ms": "172800000",
+        "message.max.bytes": "2000000",
+    }
+
+    # applied at run time: a new topic's defaults follow the dynamic value
+    admin.create_topics([NewTopic("dyn-defaults", 1, 1)])["dyn-defaults"].result(TIMEOUT)
+    topic_configs = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "dyn-defaults"))
+    assert topic_configs["retention.ms"].value == "86400000"
+    assert topic_configs["max.message.bytes"].value == "2000000"
+
+    incremental(
+        admin, broker_resource("1", ("log.retention.ms", DELETE, None), ("num.io.threads", DELETE, None))
+    )
+    set_default(cluster, {"log.retention.ms": None, "message.max.bytes": None})
+    topic_configs = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "dyn-defaults"))
+    assert topic_configs["retention.ms"].value == "604800000"
+
+
+def test_dynamic_broker_config_refusals(admin: AdminClient) -> None:
+    assert error_of(admin, broker_resource("1", ("broker.id", SET, "7"))) == "INVALID_REQUEST"
+    assert error_of(admin, broker_resource("1", ("no.such.key", SET, "7"))) == "INVALID_REQUEST"
+    assert error_of(admin, broker_resource("1", ("num.io.threads", SET, "many"))) == "INVALID_REQUEST"
+    assert error_of(admin, broker_resource("1", ("num.io.threads", SET, "0"))) == "INVALID_REQUEST"
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1", set_config={"broker.id": "7"})
+    with pytest.raises(KafkaException) as e:
+        with pytest.warns(DeprecationWarning):  # AlterConfigs: the same path
+            future = admin.alter_configs([resource])[resource]
+        future.result(TIMEOUT)
+    assert e.value.args[0].name() == "INVALID_REQUEST"
+    assert "Cannot update these configs dynamically" in e.value.args[0].str()
+
+
+def raw_incremental(
+    cluster: LocalCluster, resources: list[tuple[int, str, list[tuple[str, int, str | None]]]]
+):
+    """IncrementalAlterConfigs as sent by hand (librdkafka refuses duplicates before sending)."""
+    R = IncrementalAlterConfigsRequest
+
+    async def run():
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            request = R(
+                resources=[
+                    R.AlterConfigsResource(
+                        resource_type=t,
+                        resource_name=n,
+                        configs=[R.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
+                    )
+                    for t, n, ops in resources
+                ],
+                validate_only=False,
+            )
+            return await conn.send(request, version=0)
+        finally:
+            conn.close()
+
+    return [(r.error_code, r.error_message) for r in asyncio.run(run()).responses]
+
+
+def test_incremental_alter_request_level_refusals(cluster: LocalCluster, topic: str) -> None:
+    INVALID_REQUEST = 42
+    answers = raw_incremental(
+        cluster,
+        [
+            (2, topic, [("retention.ms", 0, "1000"), ("retention.ms", 1, None)]),
+            (2, topic, [("retention.ms", 9, "1000")]),
+            (2, topic, [("retention.ms", 0, None)]),
+            (4, "1", [("num.io.threads", 0, "2"), ("num.io.threads", 0, "3")]),
+            (4, "2", [("num.io.threads", 0, "2")]),
+            (4, "one", [("num.io.threads", 0, "2")]),
+            (99, "x", [("a", 0, "b")]),
+        ],
+    )
+    assert [code for code, _ in answers] == [INVALID_REQUEST] * 7
+    assert "duplicate config keys" in answers[0][1]
+    assert "Unexpected broker id" in answers[4][1]
+
+
+def test_max_connections_applied_at_run_time(cluster: LocalCluster, admin: AdminClient) -> None:
+    port = cluster.brokers[1].port
+    incremental(admin, broker_resource("1", ("max.connections.per.ip", SET, "40")))
+    try:
+        socks = []
+        try:
+            for _ in range(45):
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+
+            def some_refused() -> bool:
+                closed = 0
+                for s in socks:
+                    s.settimeout(0.01)
+                    try:
+                        if s.recv(1) == b"":
+                            closed += 1
+                    except TimeoutError:
+                        pass
+                    except OSError:
+                        closed += 1
+                return closed > 0
+
+            wait_for(some_refused, timeout=10, what="a connection above max.connections.per.ip refused")
+        finally:
+            for s in socks:
+                s.close()
+    finally:
+        incremental(admin, broker_resource("1", ("max.connections.per.ip", DELETE, None)))
