@@ -27,7 +27,11 @@ from zkafka.client.admin import ConfigResource as ZkafkaResource
 from zkafka.client.connection import BrokerConnection
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
-from zkafka.protocol.messages import IncrementalAlterConfigsRequest
+from zkafka.protocol.messages import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    IncrementalAlterConfigsRequest,
+)
 from zkafka.testing.polling import wait_for
 
 TIMEOUT = 30
@@ -343,3 +347,77 @@ def test_max_connections_applied_at_run_time(cluster: LocalCluster, admin: Admin
                 s.close()
     finally:
         incremental(admin, broker_resource("1", ("max.connections.per.ip", DELETE, None)))
+
+
+# -- DescribeLogDirs and DescribeCluster --------------------------------------------------------------
+
+
+def test_describe_log_dirs_with_kafka_python(cluster: LocalCluster, admin: AdminClient, topic: str) -> None:
+    from confluent_kafka import Producer
+    from kafka.admin import KafkaAdminClient
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(10):
+        producer.produce(topic, value=b"x" * 100, partition=i % 2)
+    assert producer.flush(TIMEOUT) == 0
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        everything = client.describe_log_dirs()
+        client_topic = client.describe_log_dirs(topic_partitions={topic: [1]})
+    finally:
+        client.close()
+    text = json.dumps(everything, default=str)
+    assert topic in text
+    results = _results(everything)
+    assert len(results) == 1 and results[0]["error_code"] == 0
+    ours = {t["name"]: t["partitions"] for t in results[0]["topics"]}
+    assert sorted(p["partition_index"] for p in ours[topic]) == [0, 1]
+    assert all(
+        p["partition_size"] > 0 and p["offset_lag"] == 0 and not p["is_future_key"] for p in ours[topic]
+    )
+    only = {t["name"]: t["partitions"] for t in _results(client_topic)[0]["topics"]}
+    assert list(only) == [topic] and [p["partition_index"] for p in only[topic]] == [1]
+
+
+def _results(answers: list[dict]) -> list[dict]:
+    """The DescribeLogDirs results in kafka-python's answer: [{"broker": id, "log_dirs": [...]}]."""
+    assert [a["broker"] for a in answers] == [1]
+    return answers[0]["log_dirs"]
+
+
+def test_describe_cluster_with_confluent_kafka(cluster: LocalCluster, admin: AdminClient) -> None:
+    plain = admin.describe_cluster(request_timeout=TIMEOUT).result(TIMEOUT)
+    assert plain.controller is not None and plain.controller.id == 1
+    assert [n.id for n in plain.nodes] == [1]
+    assert plain.nodes[0].port == cluster.brokers[1].port
+    assert plain.cluster_id
+    assert not plain.authorized_operations
+
+
+def test_describe_cluster_raw(cluster: LocalCluster) -> None:
+    """DescribeCluster (60) itself: librdkafka 2.16 describes a cluster with Metadata, so the API
+    is asked with zkafka's codec (kafka-python's decodes it in the api matrix test)."""
+
+    async def ask(include: bool) -> DescribeClusterResponse:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            request = DescribeClusterRequest(include_cluster_authorized_operations=include)
+            return await conn.send(request, version=0)  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    plain = asyncio.run(ask(False))
+    assert plain.error_code == 0 and plain.controller_id == 1 and plain.cluster_id
+    assert [(b.broker_id, b.port) for b in plain.brokers] == [(1, cluster.brokers[1].port)]
+    assert plain.cluster_authorized_operations == -(2**31)
+    asked = asyncio.run(ask(True))
+    ops = {op for op in range(32) if asked.cluster_authorized_operations >> op & 1}
+    assert ops == {
+        5,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+    }  # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, *_CONFIGS, IDEMPOTENT_WRITE
