@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -30,7 +31,10 @@ from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol.messages import (
     DescribeClusterRequest,
     DescribeClusterResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     IncrementalAlterConfigsRequest,
+    ListOffsetsRequest,
 )
 from zkafka.testing.polling import wait_for
 
@@ -421,3 +425,66 @@ def test_describe_cluster_raw(cluster: LocalCluster) -> None:
         11,
         12,
     }  # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, *_CONFIGS, IDEMPOTENT_WRITE
+
+
+# -- ListOffsets v0's max_num_offsets and FindCoordinator for transactions -----------------------------
+
+
+def test_list_offsets_v0_offsets_before(cluster: LocalCluster, admin: AdminClient) -> None:
+    """Kafka's old answer: latest is the log end offset then each segment's base offset, newest
+    first, at most max_num_offsets; earliest is the log start offset alone."""
+    from confluent_kafka import Producer
+
+    name = "offsets-before"
+    admin.create_topics([NewTopic(name, 1, 1, config={"segment.bytes": "1000"})])[name].result(TIMEOUT)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+    for _ in range(6):
+        producer.produce(name, value=b"v" * 600, partition=0)
+        assert producer.flush(TIMEOUT) == 0  # one batch each: every batch rolls a 1000-byte segment
+    R = ListOffsetsRequest
+
+    async def ask(timestamp: int, max_num: int) -> list[int]:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            request = R(
+                replica_id=-1,
+                topics=[
+                    R.ListOffsetsTopic(
+                        name=name,
+                        partitions=[
+                            R.ListOffsetsPartition(
+                                partition_index=0, timestamp=timestamp, max_num_offsets=max_num
+                            )
+                        ],
+                    )
+                ],
+            )
+            response = await conn.send(request, version=0)
+        finally:
+            conn.close()
+        (part,) = response.topics[0].partitions  # type: ignore[attr-defined]
+        assert part.error_code == 0
+        return list(part.old_style_offsets)
+
+    latest = asyncio.run(ask(-1, 100))
+    assert latest[0] == 6 and latest == sorted(latest, reverse=True) and latest[-1] == 0
+    assert len(latest) >= 3
+    assert asyncio.run(ask(-1, 2)) == latest[:2]
+    assert asyncio.run(ask(-1, 1)) == [6]
+    assert asyncio.run(ask(-2, 5)) == [0]
+
+
+def test_find_coordinator_for_a_transactional_id_answers_at_once(cluster: LocalCluster) -> None:
+    async def ask(version: int) -> FindCoordinatorResponse:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            return await conn.send(FindCoordinatorRequest(key="txn-1", key_type=1), version=version)  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    for version in (1, 2):
+        start = time.monotonic()
+        answer = asyncio.run(ask(version))
+        assert time.monotonic() - start < 5
+        assert answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE: no transaction coordinator yet
+        assert answer.node_id == -1
