@@ -488,3 +488,22 @@ def test_find_coordinator_for_a_transactional_id_answers_at_once(cluster: LocalC
         assert time.monotonic() - start < 5
         assert answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE: no transaction coordinator yet
         assert answer.node_id == -1
+
+
+def test_topic_defaults_name_their_dynamic_broker_source(
+    cluster: LocalCluster, admin: AdminClient, topic: str
+) -> None:
+    incremental(admin, broker_resource("1", ("log.retention.bytes", SET, "1000000")))
+    try:
+        entry = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["retention.bytes"]
+        assert entry.value == "1000000"
+        assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        # a topic override still wins
+        incremental(admin, topic_resource(topic, ("retention.bytes", SET, "5000")))
+        entry = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["retention.bytes"]
+        assert (entry.value, entry.source) == ("5000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    finally:
+        incremental(admin, topic_resource(topic, ("retention.bytes", DELETE, None)))
+        incremental(admin, broker_resource("1", ("log.retention.bytes", DELETE, None)))
+    entry = describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["retention.bytes"]
+    assert (entry.value, entry.source) == ("-1", ConfigSource.DEFAULT_CONFIG.value)

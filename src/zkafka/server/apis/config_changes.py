@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from zkafka.config.broker import BROKER_CONFIG_KEYS
+from zkafka.config.broker import BROKER_CONFIG_KEYS, LOG_CONFIG_SOURCES
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
     DescribeConfigsResponse,
@@ -37,6 +37,7 @@ from zkafka.server.dynamic_config import (
     DEFAULT_ENTITY,
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
+    STATIC_BROKER_CONFIG,
     DynamicConfigError,
 )
 from zkafka.server.services import DynamicConfigs
@@ -245,6 +246,20 @@ async def handle_incremental(
 
 
 # -- describing broker configs ---------------------------------------------------------------------
+
+
+def topic_default_synonyms(
+    ctx: RequestContext, topic_key: str, default_value: str
+) -> list[tuple[str, str | None, int]]:
+    """Where a topic config's default comes from, as DescribeConfigs lists it after the topic's own
+    override: the broker keys that set it, each at every level it is set (dynamic broker, dynamic
+    default, static, Kafka default), as Kafka's synonyms of the first broker key."""
+    broker_keys = LOG_CONFIG_SOURCES[topic_key][1]
+    if ctx.services.dynamic is not None:
+        return ctx.services.dynamic.synonyms(broker_keys[0])
+    explicit = [k for k in broker_keys if k in ctx.services.config.explicit_keys]
+    static = [(explicit[0], default_value, STATIC_BROKER_CONFIG)] if explicit else []
+    return [*static, (broker_keys[0], default_value, DEFAULT_CONFIG)]
 
 
 def describe_broker(ctx: RequestContext, name: str, synonyms: bool) -> list[D.DescribeConfigsResourceResult]:

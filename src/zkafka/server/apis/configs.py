@@ -1,7 +1,8 @@
 """DescribeConfigs and AlterConfigs for topics (ZooKeeper `/config/topics/<t>`) and brokers.
 
 A topic's effective value comes from its override in ZooKeeper (source DYNAMIC_TOPIC_CONFIG),
-else from this broker's `log.*` key when set in server.properties (STATIC_BROKER_CONFIG), else
+else from this broker's `log.*` key: its dynamic value (DYNAMIC_BROKER_CONFIG), the cluster's
+dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG), server.properties (STATIC_BROKER_CONFIG), else
 Kafka's default (DEFAULT_CONFIG); synonyms list that chain (v1+). AlterConfigs replaces a
 topic's whole override set (it is not incremental, as in Kafka) and announces the change with
 a `/config/changes` notification, which every broker applies to its local logs. Broker
@@ -11,7 +12,6 @@ live in `config_changes`.
 
 from __future__ import annotations
 
-from zkafka.config.broker import LOG_CONFIG_SOURCES
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
     AlterConfigsRequest,
@@ -19,7 +19,12 @@ from zkafka.protocol.messages import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
 )
-from zkafka.server.apis.config_changes import alter_resource, describe_broker, replace_all
+from zkafka.server.apis.config_changes import (
+    alter_resource,
+    describe_broker,
+    replace_all,
+    topic_default_synonyms,
+)
 from zkafka.server.apis.config_changes import check_topic_name as _check_topic_name
 from zkafka.server.apis.topics import _error
 from zkafka.server.dispatcher import RequestContext
@@ -63,28 +68,16 @@ async def _describe_topic(
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
     overrides = await services.zk.run(KafkaZkClient.get_entity_config, ConfigType.TOPIC, topic)
     defaults = services.logs.default_config.to_topic_configs()
-    explicit = services.config.explicit_keys
     entries = []
     for key, default_value in defaults.items():
-        broker_keys = [k for k in LOG_CONFIG_SOURCES[key][1] if k in explicit]
+        chain = topic_default_synonyms(ctx, key, default_value)
         syn = []
         if key in overrides:
             value, source = overrides[key], DYNAMIC_TOPIC_CONFIG
             syn.append(D.DescribeConfigsSynonym(name=key, value=value, source=DYNAMIC_TOPIC_CONFIG))
         else:
-            value = default_value
-            source = STATIC_BROKER_CONFIG if broker_keys else DEFAULT_CONFIG
-        if broker_keys:
-            syn.append(
-                D.DescribeConfigsSynonym(
-                    name=broker_keys[0], value=default_value, source=STATIC_BROKER_CONFIG
-                )
-            )
-        syn.append(
-            D.DescribeConfigsSynonym(
-                name=LOG_CONFIG_SOURCES[key][1][0], value=default_value, source=DEFAULT_CONFIG
-            )
-        )
+            value, source = default_value, chain[0][2] if chain else DEFAULT_CONFIG
+        syn.extend(D.DescribeConfigsSynonym(name=n, value=v, source=src) for n, v, src in chain)
         entries.append(
             D.DescribeConfigsResourceResult(
                 name=key,
