@@ -282,7 +282,10 @@ def test_pipelined_requests_cut_short_leave_no_coroutine_unawaited(cluster: Loca
     coroutine, awaited inside a wrapper coroutine, was dropped unstarted: Python printed
     "coroutine 'handle_join_group' was never awaited" into the broker's log."""
     port = cluster.brokers[1].port
-    case = build_case(1, 416, BROKER_API_VERSIONS)
+    # the case is drawn from the api table: this is the table it was found with (before
+    # DescribeLogDirs, IncrementalAlterConfigs and DescribeCluster were served)
+    found_with = {k: v for k, v in BROKER_API_VERSIONS.items() if k not in (35, 44, 60)}
+    case = build_case(1, 416, found_with)
     assert case.chunked and not case.read
 
     async def replay() -> None:
