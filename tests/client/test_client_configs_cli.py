@@ -253,6 +253,16 @@ def test_broker_configs_through_the_brokers(cluster: LocalCluster, kazoo: KazooC
         "  max.connections.per.ip=1000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
         "max.connections.per.ip=1000, DEFAULT_CONFIG:max.connections.per.ip=2147483647}\n"
     )
+    # every other broker applies the default when notified, and says where its value comes from
+    for other in BROKERS[1:]:
+        deadline = time.monotonic() + 30
+        while True:
+            rows = table(ok(configs(*brokers, "--entity-name", str(other), "--describe", "--all")))
+            if rows["max.connections.per.ip"][:2] == ("1000", "DYNAMIC_DEFAULT_BROKER_CONFIG"):
+                break
+            assert time.monotonic() < deadline, (other, rows["max.connections.per.ip"])
+            time.sleep(0.2)
+        assert rows["log.cleaner.threads"][:2] == ("1", "DEFAULT_CONFIG")  # broker 1's own, not theirs
     refused = failed(configs(*brokers, "--entity-name", "1", "--alter", "--add-config", "broker.id=9"))
     assert "Cannot update these configs dynamically" in refused
     assert "Invalid config(s): log.retention.ms" in failed(
