@@ -1,7 +1,7 @@
 """Streaming read throughput of the zkafka Spark source, and where the time goes.
 
     .venv/bin/python benchmarks/spark_read.py [--records 2000000] [--partitions 8] [--record-size 100]
-                                              [--bootstrap-server HOST:PORT]
+                                              [--bootstrap-server HOST:PORT] [--standalone]
 
 1. Starts ZooKeeper and one broker process (unless --bootstrap-server is given), creates a topic
    of `partitions` partitions and fills it with `records` records of `record-size` bytes
@@ -11,7 +11,8 @@
    - fetch + decode: the executor's consumer reading every range (records decoded), no Arrow;
    - Arrow conversion only: partition 0's records turned into Spark-schema RecordBatches;
    - a task's read_range: what one Spark task runs (fetch + decode + Arrow).
-3. Spark, local[2]: a streaming query (Trigger.AvailableNow, the `noop` sink) reads the whole
+3. Spark, local[2] (and with --standalone also a standalone cluster of two 1-core workers on
+   loopback, separate JVMs): a streaming query (Trigger.AvailableNow, the `noop` sink) reads the whole
    topic; run twice, the first warms the Python workers. Records/s of the whole query and of its
    micro-batch's tasks (Spark's addBatch duration).
 Prints a table with core-µs per record for each stage (Spark rows: 2 cores x seconds / records).
@@ -158,10 +159,12 @@ def outside_spark(bootstrap: str, partitions: int) -> dict[str, tuple[int, float
     return out
 
 
-def in_spark(bootstrap: str, checkpoint_root: Path) -> list[tuple[str, int, float, dict[str, int]]]:
+def in_spark(
+    bootstrap: str, checkpoint_root: Path, master: str = "local[2]", conf: dict[str, str] | None = None
+) -> list[tuple[str, int, float, dict[str, int]]]:
     from zkafka.spark.session import local_session
 
-    spark = local_session("zkafka-bench", shuffle_partitions=2)
+    spark = local_session("zkafka-bench", master=master, shuffle_partitions=2, conf=conf)
     results = []
     try:
         for run in ("cold", "warm"):
@@ -199,6 +202,12 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="also run the Spark rows on a standalone cluster on loopback (a master and two 1-core "
+        "workers, zkafka.testing.spark_cluster)",
+    )
     args = parser.parse_args()
     console = Console(width=120)
     with ExitStack() as stack:
@@ -226,10 +235,17 @@ def main() -> int:
             table.add_column(col, justify="right" if col != "what" else "left")
         for name, (n, s) in outside_spark(bootstrap, args.partitions).items():
             table.add_row(name + " [1 core]", f"{n:,}", f"{s:.2f}", f"{n / s:,.0f}", f"{s / n * 1e6:.2f}")
-        for run, rows, elapsed, durations in in_spark(bootstrap, tmp / "checkpoints"):
+        runs = [("local[2]", run) for run in in_spark(bootstrap, tmp / "checkpoints")]
+        if args.standalone:
+            from zkafka.testing.spark_cluster import standalone_cluster
+
+            with standalone_cluster(tmp / "spark-standalone", workers=2) as sc:
+                found = in_spark(bootstrap, tmp / "checkpoints-sa", sc.master_url, sc.app_conf("1g"))
+                runs += [("standalone, 2 workers x 1 core", run) for run in found]
+        for where, (run, rows, elapsed, durations) in runs:
             batch_s = durations.get("addBatch", 0) / 1000
             table.add_row(
-                f"Spark local[2] availableNow -> noop, {run}: whole query",
+                f"Spark {where} availableNow -> noop, {run}: whole query",
                 f"{rows:,}",
                 f"{elapsed:.2f}",
                 f"{rows / elapsed:,.0f}",

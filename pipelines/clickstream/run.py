@@ -3,6 +3,7 @@ check against what was produced.
 
     python pipelines/clickstream/run.py --bootstrap-server 127.0.0.1:9092 [--events 6000]
     python pipelines/clickstream/run.py --zookeeper 127.0.0.1:2181/kafka
+    python pipelines/clickstream/run.py --bootstrap-server ... --master spark://127.0.0.1:7077
     zkafka pipeline run --bootstrap-server 127.0.0.1:9092     (the same, through the CLI)
 
 1. Creates two topics (named with a run id, so runs never mix): the events, 4 partitions, and the
@@ -67,9 +68,11 @@ def run(
     minutes: int = 5,
     workdir: Path,
     spark: Any = None,
+    master: str = "local[2]",
     console: Console | None = None,
 ) -> PipelineResult:
-    """Run the pipeline (in `spark`, or a local[2] session of its own) and print what it found."""
+    """Run the pipeline (in `spark`, or a session of its own on `master`: local[N] or a cluster's
+    spark://host:port) and print what it found."""
     console = console or make_console()  # the CLI's policy: piped output is not wrapped
     result = PipelineResult()
     run_id = uuid.uuid4().hex[:6]
@@ -100,8 +103,8 @@ def run(
         from zkafka.spark.session import local_session
 
         started = time.perf_counter()
-        spark = local_session("zkafka-clickstream")
-        console.print(f"Spark local[2] session ready in {time.perf_counter() - started:.1f}s")
+        spark = local_session("zkafka-clickstream", master=master)
+        console.print(f"Spark session on {master} ready in {time.perf_counter() - started:.1f}s")
     try:
         started = time.perf_counter()
         queries = start_streaming_jobs(spark, client, topic, stats_topic, workdir)
@@ -204,6 +207,12 @@ def main() -> int:
     where.add_argument("--bootstrap-server", help="host:port[,host:port...] of the brokers")
     where.add_argument("--zookeeper", help="ZooKeeper connect string of the cluster (host:port/chroot)")
     parser.add_argument("--events", type=int, default=6000)
+    parser.add_argument(
+        "--master",
+        default="local[2]",
+        help="Spark master: local[N] (default local[2]) or a cluster's spark://host:port; its "
+        "workers' Python must import zkafka (docs/spark.md, deploying on a cluster)",
+    )
     parser.add_argument("--users", type=int, default=40)
     parser.add_argument("--minutes", type=int, default=5)
     parser.add_argument(
@@ -217,7 +226,14 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory(prefix="zkafka-clickstream-") as tmp:
         workdir = args.workdir or Path(tmp)
-        result = run(client, events=args.events, users=args.users, minutes=args.minutes, workdir=workdir)
+        result = run(
+            client,
+            events=args.events,
+            users=args.users,
+            minutes=args.minutes,
+            workdir=workdir,
+            master=args.master,
+        )
     return 0 if result.ok else 1
 
 

@@ -10,16 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkafka.cli.errors import CliError
-from zkafka.cli.leader_election import classify, parse_partitions_json
-from zkafka.cli.main import main
-from zkafka.cli.reassign import (
+from zkafka.admin.reassignment import (
+    PlanError,
     format_plan,
     parse_broker_list,
     parse_reassignment_plan,
     parse_topics_to_move,
     propose_assignment,
 )
+from zkafka.cli.errors import CliError
+from zkafka.cli.leader_election import classify, parse_partitions_json
+from zkafka.cli.main import main
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import chrooted
 from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -65,7 +66,7 @@ def test_plan_round_trips_through_kafkas_json() -> None:
     ],
 )
 def test_bad_plans_are_refused_with_a_reason(text: str, message: str) -> None:
-    with pytest.raises(CliError, match=message):
+    with pytest.raises(PlanError, match=message):
         parse_reassignment_plan(text)
 
 
@@ -76,11 +77,11 @@ def test_topics_and_broker_lists() -> None:
         ('{"topics":[{"topic":"x"},{"topic":"x"}]}', "duplicate entries: x"),
         ('{"topics":[{"name":"x"}]}', '"topic" name'),
     ):
-        with pytest.raises(CliError, match=message):
+        with pytest.raises(PlanError, match=message):
             parse_topics_to_move(bad)
     assert parse_broker_list("3,1,2") == [3, 1, 2]
     for bad in ("", "1,x", "1,1", "-1"):
-        with pytest.raises(CliError):
+        with pytest.raises(PlanError):
             parse_broker_list(bad)
 
 
@@ -107,13 +108,13 @@ def test_generate_keeps_partition_counts_and_replication_factors(
 
 def test_generate_needs_racks_on_all_brokers_or_none() -> None:
     current = {TopicPartition("t", 0): (1, 2)}
-    with pytest.raises(CliError, match="--disable-rack-aware"):
+    with pytest.raises(PlanError, match="--disable-rack-aware"):
         propose_assignment(current, {1: "r1", 2: None})
     assert set(propose_assignment(current, {1: "r1", 2: None}, rack_aware=False)[TopicPartition("t", 0)]) == {
         1,
         2,
     }
-    with pytest.raises(CliError, match="cannot place topic t"):
+    with pytest.raises(PlanError, match="cannot place topic t"):
         propose_assignment({TopicPartition("t", 0): (1, 2, 3)}, {1: None, 2: None})
 
 

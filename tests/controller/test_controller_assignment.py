@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkafka.controller.assignment import (
+from zkafka.admin.placement import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     RackInformationError,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from zkafka.client.group_consumer import GroupAdmin
+from zkafka.client.group_admin import GroupAdmin
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster, wait_until_ready

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from zkafka.admin.topics import PartitionLimits
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.server.metadata_cache import MetadataCache, PartitionInfo
-from zkafka.server.topic_admin import PartitionLimits
 
 BROKERS = [1, 2, 3]
 

@@ -1,5 +1,6 @@
 """Fixtures of the Spark tests: ONE SparkSession for the whole test session (Spark's start-up
-is the expensive part), and one 2-broker cluster shared by the tests that do not kill brokers."""
+is the expensive part), one 2-broker cluster shared by the tests that do not kill brokers, and,
+for the tests that need them, a 3-broker cluster and a Spark standalone cluster."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ pytest.importorskip("pyarrow")
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
+from zkafka.testing.spark_cluster import StandaloneCluster, standalone_cluster
 
 CLUSTER_OVERRIDES = {
     # retention runs often, so a test can watch it delete a segment (failOnDataLoss)
@@ -46,3 +48,22 @@ def cluster(
 @pytest.fixture
 def bootstrap(cluster: LocalCluster) -> str:
     return cluster.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def three_brokers(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """A 3-broker cluster for the standalone-cluster tests (partition leaders on every broker)."""
+    with running_cluster(
+        zookeeper_server, tmp_path_factory.mktemp("spark-3-brokers"), brokers=3, overrides=CLUSTER_OVERRIDES
+    ) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A Spark master and two 1-core workers, separate JVMs on loopback (stopped, process groups
+    killed, even when a test fails)."""
+    with standalone_cluster(tmp_path_factory.mktemp("spark-standalone"), workers=2) as sc:
+        yield sc

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from zkafka.client import AdminClient, Producer, RecordMetadata
+from zkafka.client.sync import SyncConsumer
+from zkafka.client.types import TopicPartition
+from zkafka.testing.spark_cluster import StandaloneCluster, source_root
 
 Record = tuple[int | None, bytes | None, bytes | None, int | None]
 """partition, key, value, timestamp in ms (None: let the producer choose)."""
@@ -83,3 +92,55 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str, interva
 def batch_sizes(query: Any) -> list[int]:
     """Rows of each non-empty micro-batch of a finished or running query."""
     return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+
+# -- drivers on a standalone cluster (spark_cluster_driver.py) ----------------------------------------
+
+CLUSTER_DRIVER = Path(__file__).with_name("spark_cluster_driver.py")
+
+
+def start_driver(
+    mode: str, args: dict[str, Any], log: Path, environment: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """spark_cluster_driver.py in its own process group, this checkout first on its PYTHONPATH
+    (`environment` changes that and more)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([source_root(), os.environ.get("PYTHONPATH", "")])}
+    env.update(environment or {})
+    return subprocess.Popen(
+        [sys.executable, str(CLUSTER_DRIVER), mode, json.dumps(args)],
+        stdout=subprocess.PIPE,
+        stderr=log.open("wb"),
+        env=env,
+        start_new_session=True,  # its own group: killed with its JVM and Python workers on failure
+    )
+
+
+def driver_result(driver: subprocess.Popen[bytes], log: Path, timeout: float) -> dict[str, Any]:
+    try:
+        out, _ = driver.communicate(timeout=timeout)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(30)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+    assert driver.returncode == 0, f"driver failed ({driver.returncode}):\n{tail}"
+    line = next(ln for ln in out.decode().splitlines() if ln.startswith("RESULT "))
+    return dict(json.loads(line.removeprefix("RESULT ")))
+
+
+def workers_of(sc: StandaloneCluster, rows: Iterable[dict[str, Any]]) -> set[int]:
+    return {sc.worker_of(r["executor"]) for r in rows}
+
+
+def positions(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    return [(r["partition"], r["offset"]) for r in rows]
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, expected: int) -> list[tuple[bytes, bytes]]:
+    records: list[Any] = []
+    with SyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        wait_until(
+            lambda: len(records) >= expected or bool(records.extend(consumer.poll(500))), 30, "records"
+        )
+    return [(r.key, r.value) for r in records]

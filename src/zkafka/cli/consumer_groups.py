@@ -37,7 +37,7 @@ from zkafka.cli.errors import CliError
 from zkafka.cli.target import add_target_args
 from zkafka.cli.topics import client_errors
 from zkafka.client.admin import AdminClient
-from zkafka.client.group_consumer import GroupAdmin, GroupDescription
+from zkafka.client.group_admin import GroupAdmin, GroupDescription
 from zkafka.client.types import TopicPartition
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import ZkError

@@ -1,6 +1,6 @@
 """`zkafka pipeline run`: the clickstream pipeline on Spark (pipelines/clickstream) against a cluster.
 
-    zkafka pipeline run --bootstrap-server 127.0.0.1:9092 [--events 6000]
+    zkafka pipeline run --bootstrap-server 127.0.0.1:9092 [--events 6000] [--master spark://HOST:7077]
     python -m zkafka.cli.pipeline run --zookeeper 127.0.0.1:2181/kafka
 
 The pipeline lives in the source checkout's pipelines/ directory, written as a Spark user's job;
@@ -41,6 +41,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     add_target_args(run, zookeeper="ZooKeeper connect string of the cluster")
     run.add_argument("--events", type=int, default=6000)
+    run.add_argument("--master", default="local[2]", help="Spark master: local[N] or spark://host:port")
     run.set_defaults(func=_run_command)
 
 
@@ -50,7 +51,7 @@ def _run_command(args: argparse.Namespace) -> int:
         if args.bootstrap_server
         else ["--zookeeper", args.zookeeper]
     )
-    return run_pipeline([*where, "--events", str(args.events)])
+    return run_pipeline([*where, "--events", str(args.events), "--master", args.master])
 
 
 def spark_available() -> bool:

@@ -5,7 +5,7 @@ writing ZooKeeper directly, as Kafka's AdminZkClient did for kafka-topics.sh --z
 a topic writes `/config/topics/<t>` and `/brokers/topics/<t>` (the controller creates the
 partitions), deleting writes `/admin/delete_topics/<t>`, adding partitions rewrites the assignment,
 config changes write the override znode and a change notification. No broker is needed for any of
-it, and the validation is the brokers' own (`zkafka.server.topic_admin`).
+it, and the validation is the brokers' own (`zkafka.admin.topics`).
 
 Only the overrides live in ZooKeeper, so describing a topic's configs shows its overrides.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from zkafka.admin import topics as topic_admin
 from zkafka.cli.errors import CliError
 from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource, NewPartitions, NewTopic
 from zkafka.client.cluster import NO_LEADER, PartitionMetadata, TopicMetadata
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.server import topic_admin
 from zkafka.storage.config import LogConfig
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType, TopicPartition

@@ -1,5 +1,8 @@
-"""zkafka's own Kafka client: producer, consumer (no groups yet), admin client, and blocking
-wrappers of each (`zkafka.client.sync`).
+"""zkafka's own Kafka client: producer, consumer, admin client, and blocking wrappers of each
+(`zkafka.client.sync`); consumer groups of both kinds in their own modules: a member of a
+broker-coordinated group (`group_consumer.GroupConsumer`, with `group_admin.GroupAdmin` for
+listing, describing, deleting and offsets, and the leader's `assignors`) and the seeds' ZooKeeper
+consumer (`zk_consumer.ZookeeperConsumer`).
 
     from zkafka.client import AdminClient, Consumer, Producer, TopicPartition
 """

@@ -1,17 +1,6 @@
-"""Consumer groups from the client side, through the brokers' group coordinator.
-
-`GroupConsumer` is zkafka's consumer as a group member (join, sync, heartbeat, commit; see its
-docstring). `GroupAdmin` lists, describes and deletes groups and reads and writes their committed offsets
-(what `zkafka consumer-groups --bootstrap-server` uses):
-
-    async with GroupAdmin("127.0.0.1:9092") as admin:
-        print(await admin.list_groups())
-        print(await admin.committed_offsets("my-group"))
-
-Every group request goes to the group's coordinator, found with FindCoordinator and cached. The
-retriable coordinator errors (COORDINATOR_NOT_AVAILABLE while `__consumer_offsets` is being
-created, COORDINATOR_LOAD_IN_PROGRESS while a new coordinator loads, NOT_COORDINATOR after a
-move) are retried with backoff until `request_timeout_ms`.
+"""zkafka's consumer as a member of a broker-coordinated consumer group (join, sync, heartbeat,
+commit; see `GroupConsumer`). Group administration is `group_admin.GroupAdmin`, which the member
+also commits through; the assignors its leader runs are in `assignors`.
 """
 
 from __future__ import annotations
@@ -20,13 +9,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Self
 
-from zkafka.client.cluster import Cluster
-from zkafka.client.connection import ConnectionError_
-from zkafka.client.errors import BrokerUnavailableError
+from zkafka.client.assignors import ASSIGNORS
+from zkafka.client.group_admin import (
+    COORDINATOR_ERRORS,
+    MAX_VERSIONS,
+    GroupAdmin,
+    check_group_error,
+)
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.groups.consumer_protocol import (
@@ -38,366 +30,24 @@ from zkafka.protocol.groups.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from zkafka.protocol.groups.formats import CorruptCoordinatorRecordError
 from zkafka.protocol.messages import (
-    DeleteGroupsRequest,
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
-    ListGroupsRequest,
-    ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetDeleteRequest,
-    OffsetDeleteResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-COORDINATOR_ERRORS = frozenset(
-    {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
-)
 # errors after which a member must join again (with a new member id for UNKNOWN_MEMBER_ID)
 _REJOIN_ERRORS = frozenset(
     {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}
 )
-# the newest non-flexible versions (zkafka's wire codec serves those)
-_MAX = {
-    FindCoordinatorRequest: 2,
-    OffsetFetchRequest: 5,
-    OffsetCommitRequest: 7,
-    DescribeGroupsRequest: 4,
-    ListGroupsRequest: 2,
-    DeleteGroupsRequest: 1,
-    OffsetDeleteRequest: 0,
-}
-
-
-class _Retry(Exception):
-    """A coordinator error: find the coordinator again and retry."""
-
-    def __init__(self, code: ErrorCode) -> None:
-        super().__init__(code.name)
-        self.code = code
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    client_id: str
-    host: str
-    assignment: Mapping[str, tuple[int, ...]]
-    """topic -> partitions, decoded when the group uses the consumer protocol."""
-    group_instance_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: tuple[MemberDescription, ...]
-    coordinator: int
-
-
-class GroupAdmin:
-    def __init__(
-        self,
-        bootstrap_servers: str | list[str] | None = None,
-        *,
-        zookeeper_connect: str | None = None,
-        client_id: str = "zkafka-groups",
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-    ) -> None:
-        self.cluster = Cluster(
-            bootstrap_servers,
-            zookeeper_connect=zookeeper_connect,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-        )
-        self._coordinators: dict[str, int] = {}
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.cluster.close()
-
-    # -- coordinator lookup -----------------------------------------------------------------------
-    async def coordinator(self, group: str, *, refresh: bool = False) -> int:
-        """The broker id coordinating `group` (FindCoordinator, retried while not available)."""
-        if not refresh and group in self._coordinators:
-            return self._coordinators[group]
-
-        async def find() -> int:
-            resp = await self.cluster.send_any(
-                FindCoordinatorRequest(key=group, key_type=0), max_version=_MAX[FindCoordinatorRequest]
-            )
-            assert isinstance(resp, FindCoordinatorResponse)
-            _check(resp.error_code, f"FindCoordinator for group {group!r}", resp.error_message)
-            if resp.node_id not in self.cluster.metadata.brokers:
-                await self.cluster.refresh()
-            return int(resp.node_id)
-
-        node = await self._retrying(find)
-        self._coordinators[group] = node
-        return node
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + self.cluster.request_timeout
-        while True:
-            try:
-                return await attempt()
-            except (_Retry, ConnectionError_, BrokerUnavailableError) as e:
-                if time.monotonic() >= deadline:
-                    if isinstance(e, _Retry):
-                        raise KafkaError(
-                            e.code, f"the group coordinator stayed unavailable: {e.code.message}"
-                        ) from None
-                    raise
-                await asyncio.sleep(self.cluster.retry_backoff)
-
-    async def _to_coordinator(self, group: str, build: Callable[[int], Awaitable[T]]) -> T:
-        """Run `build(coordinator id)`; on a coordinator error look the coordinator up again."""
-
-        async def attempt() -> T:
-            node = await self.coordinator(group)
-            try:
-                return await build(node)
-            except (_Retry, ConnectionError_):
-                self._coordinators.pop(group, None)
-                raise
-
-        return await self._retrying(attempt)
-
-    # -- groups -------------------------------------------------------------------------------------
-    async def list_groups(self) -> list[tuple[str, str]]:
-        """(group id, protocol type) of every group, from every broker's ListGroups."""
-        await self.cluster.refresh()
-        out: dict[str, str] = {}
-        for node in sorted(self.cluster.metadata.brokers):
-
-            async def ask(node: int = node) -> ListGroupsResponse:
-                resp = await self.cluster.send(node, ListGroupsRequest(), max_version=_MAX[ListGroupsRequest])
-                assert isinstance(resp, ListGroupsResponse)
-                _check(resp.error_code, f"ListGroups on broker {node}")
-                return resp
-
-            resp = await self._retrying(ask)
-            out.update((g.group_id, g.protocol_type) for g in resp.groups)
-        return sorted(out.items())
-
-    async def describe_group(self, group: str) -> GroupDescription:
-        async def describe(node: int) -> GroupDescription:
-            resp = await self.cluster.send(
-                node, DescribeGroupsRequest(groups=[group]), max_version=_MAX[DescribeGroupsRequest]
-            )
-            assert isinstance(resp, DescribeGroupsResponse)
-            [g] = resp.groups
-            _check(g.error_code, f"DescribeGroups {group!r}")
-            return GroupDescription(
-                g.group_id,
-                g.group_state,
-                g.protocol_type,
-                g.protocol_data,
-                tuple(_member(m, g.protocol_type) for m in g.members),
-                node,
-            )
-
-        return await self._to_coordinator(group, describe)
-
-    async def delete_group(self, group: str) -> None:
-        async def delete(node: int) -> None:
-            resp = await self.cluster.send(
-                node, DeleteGroupsRequest(groups_names=[group]), max_version=_MAX[DeleteGroupsRequest]
-            )
-            [r] = resp.results  # type: ignore[attr-defined]
-            _check(r.error_code, f"DeleteGroups {group!r}")
-
-        await self._to_coordinator(group, delete)
-
-    async def delete_offsets(
-        self, group: str, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, KafkaError | None]:
-        """OffsetDelete (KIP-496): per partition None when its committed offset is gone, else the
-        error (GROUP_SUBSCRIBED_TO_TOPIC while a member consumes the topic)."""
-        wanted = sorted(set(partitions))
-        by_topic: dict[str, list[int]] = {}
-        for tp in wanted:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        Req = OffsetDeleteRequest
-        request = Req(
-            group_id=group,
-            topics=[
-                Req.OffsetDeleteRequestTopic(
-                    name=t, partitions=[Req.OffsetDeleteRequestPartition(partition_index=p) for p in ps]
-                )
-                for t, ps in by_topic.items()
-            ],
-        )
-
-        async def delete(node: int) -> dict[TopicPartition, KafkaError | None]:
-            resp = await self.cluster.send(node, request, max_version=_MAX[OffsetDeleteRequest])
-            assert isinstance(resp, OffsetDeleteResponse)
-            _check(resp.error_code, f"OffsetDelete {group!r}")
-            return {
-                TopicPartition(t.name, p.partition_index): (
-                    None if p.error_code == ErrorCode.NONE else KafkaError(p.error_code)
-                )
-                for t in resp.topics
-                for p in t.partitions
-            }
-
-        return await self._to_coordinator(group, delete)
-
-    # -- offsets ------------------------------------------------------------------------------------
-    async def committed_offsets(
-        self, group: str, partitions: Iterable[TopicPartition] | None = None
-    ) -> dict[TopicPartition, int]:
-        """Committed offsets of `group` (all of them when `partitions` is None); partitions
-        without a commit are left out."""
-        wanted = None if partitions is None else sorted(set(partitions))
-
-        async def fetch(node: int) -> dict[TopicPartition, int]:
-            topics = None
-            if wanted is not None:
-                by_topic: dict[str, list[int]] = {}
-                for tp in wanted:
-                    by_topic.setdefault(tp.topic, []).append(tp.partition)
-                topics = [
-                    OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                    for t, ps in by_topic.items()
-                ]
-            resp = await self.cluster.send(
-                node, OffsetFetchRequest(group_id=group, topics=topics), max_version=_MAX[OffsetFetchRequest]
-            )
-            assert isinstance(resp, OffsetFetchResponse)
-            _check(resp.error_code, f"OffsetFetch {group!r}")
-            out = {}
-            for t in resp.topics:
-                for p in t.partitions:
-                    _check(p.error_code, f"OffsetFetch {group!r} {t.name}-{p.partition_index}")
-                    if p.committed_offset >= 0:
-                        out[TopicPartition(t.name, p.partition_index)] = int(p.committed_offset)
-            return out
-
-        return await self._to_coordinator(group, fetch)
-
-    async def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit as an admin (generation -1, no member): the coordinator accepts this only while
-        the group has no members, as with Kafka's `--reset-offsets`."""
-        by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
-        for tp, offset in sorted(offsets.items()):
-            if offset < 0:
-                raise ValueError(f"{tp}: offsets are >= 0, got {offset}")
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequest.OffsetCommitRequestPartition(
-                    partition_index=tp.partition, committed_offset=offset, committed_metadata=""
-                )
-            )
-        request = OffsetCommitRequest(
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[
-                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
-                for t, ps in by_topic.items()
-            ],
-        )
-
-        async def commit(node: int) -> None:
-            resp = await self.cluster.send(node, request, max_version=_MAX[OffsetCommitRequest])
-            assert isinstance(resp, OffsetCommitResponse)
-            for t in resp.topics:
-                for p in t.partitions:
-                    _check(p.error_code, f"OffsetCommit {group!r} {t.name}-{p.partition_index}")
-
-        await self._to_coordinator(group, commit)
-
-
-def _check(code: int, what: str, message: str | None = None) -> None:
-    if code == ErrorCode.NONE:
-        return
-    error = ErrorCode.lookup(code)
-    if error in COORDINATOR_ERRORS:
-        raise _Retry(error)
-    raise KafkaError(error, f"{what}: {message or error.message}")
-
-
-def _member(m: DescribeGroupsResponse.DescribedGroupMember, protocol_type: str) -> MemberDescription:
-    assignment: Mapping[str, tuple[int, ...]] = {}
-    if protocol_type == PROTOCOL_TYPE and m.member_assignment:
-        try:
-            assignment = decode_assignment(bytes(m.member_assignment)).partitions
-        except CorruptCoordinatorRecordError:
-            assignment = {}
-    return MemberDescription(m.member_id, m.client_id, m.client_host, assignment, m.group_instance_id)
-
-
-# -- assignors (run by the group leader) ---------------------------------------------------------------
-
-
-def range_assign(
-    subscriptions: Mapping[str, Sequence[str]], partitions: Mapping[str, int]
-) -> dict[str, dict[str, list[int]]]:
-    """Java's RangeAssignor: per topic, its subscribers sorted by member id share the partitions
-    in contiguous blocks, the first `count % members` getting one more."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
-    for topic in sorted({t for ts in subscriptions.values() for t in ts}):
-        members = sorted(m for m, ts in subscriptions.items() if topic in ts)
-        n, r = divmod(partitions.get(topic, 0), len(members))
-        for i, m in enumerate(members):
-            start = n * i + min(i, r)
-            count = n + (1 if i < r else 0)
-            if count:
-                out[m][topic] = list(range(start, start + count))
-    return out
-
-
-def roundrobin_assign(
-    subscriptions: Mapping[str, Sequence[str]], partitions: Mapping[str, int]
-) -> dict[str, dict[str, list[int]]]:
-    """Java's RoundRobinAssignor: every partition, by topic then number, dealt to the members in
-    member-id order, skipping members not subscribed to its topic."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
-    members = sorted(subscriptions)
-    if not members:
-        return out
-    i = 0
-    for topic in sorted({t for ts in subscriptions.values() for t in ts}):
-        for p in range(partitions.get(topic, 0)):
-            for _ in range(len(members)):
-                m = members[i % len(members)]
-                i += 1
-                if topic in subscriptions[m]:
-                    out[m].setdefault(topic, []).append(p)
-                    break
-    return out
-
-
-ASSIGNORS: dict[
-    str, Callable[[Mapping[str, Sequence[str]], Mapping[str, int]], dict[str, dict[str, list[int]]]]
-] = {
-    "range": range_assign,
-    "roundrobin": roundrobin_assign,
-}
 
 
 # -- the group member --------------------------------------------------------------------------------
@@ -617,14 +267,14 @@ class GroupConsumer:
         )
 
         async def send(node: int) -> None:
-            resp = await self.admin.cluster.send(node, request, max_version=_MAX[OffsetCommitRequest])
+            resp = await self.admin.cluster.send(node, request, max_version=MAX_VERSIONS[OffsetCommitRequest])
             assert isinstance(resp, OffsetCommitResponse)
             for t in resp.topics:
                 for p in t.partitions:
                     code = ErrorCode.lookup(p.error_code)
                     if code in _REJOIN_ERRORS:
                         self._need_rejoin(code)
-                    _check(p.error_code, f"OffsetCommit {t.name}-{p.partition_index}")
+                    check_group_error(p.error_code, f"OffsetCommit {t.name}-{p.partition_index}")
 
         await self.admin._to_coordinator(self.group_id, send)
         self._committed.update(todo)
@@ -681,7 +331,7 @@ class GroupConsumer:
             if code in _REJOIN_ERRORS:
                 self._need_rejoin(code)
                 return
-            _check(resp.error_code, "Heartbeat")
+            check_group_error(resp.error_code, "Heartbeat")
 
         await self.admin._to_coordinator(self.group_id, send)
 
@@ -715,7 +365,7 @@ class GroupConsumer:
                 raise KafkaError(code)
             if code in COORDINATOR_ERRORS:
                 self.admin._coordinators.pop(self.group_id, None)
-            _check(resp.error_code, "JoinGroup")
+            check_group_error(resp.error_code, "JoinGroup")
             break
         self.member_id, self.generation = resp.member_id, resp.generation_id
         self.leader_id, self.protocol = resp.leader, resp.protocol_name
@@ -737,7 +387,7 @@ class GroupConsumer:
         if code in _REJOIN_ERRORS:
             self._need_rejoin(code)
             raise KafkaError(code)
-        _check(sresp.error_code, "SyncGroup")
+        check_group_error(sresp.error_code, "SyncGroup")
         assigned = decode_assignment(bytes(sresp.assignment)).partitions
         tps = {TopicPartition(t, p) for t, ps in assigned.items() for p in ps}
         committed = await self.admin.committed_offsets(self.group_id, tps) if tps else {}

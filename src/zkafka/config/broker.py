@@ -63,6 +63,7 @@ from zkafka.config.values import (
     choice,
     choice_list,
 )
+from zkafka.metrics.address import parse_metrics_listener
 from zkafka.storage.config import TOPIC_CONFIG_KEYS, LogConfig
 
 log = logging.getLogger("zkafka.config")
@@ -136,9 +137,18 @@ def _key(
     return field(default=default if field_default is _SAME else field_default, metadata={_ROW: row})
 
 
+def _is_metrics_listener(value: object) -> bool:
+    try:
+        parse_metrics_listener(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 _TIMESTAMP_TYPES = choice("CreateTime", "LogAppendTime")
 _COMPRESSION = choice("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer", ignore_case=True)
 _HOST_CHECK = Check(lambda v: is_host(v), lambda noun: "a host name or IP address")  # type: ignore[arg-type]
+_METRICS_LISTENER_CHECK = Check(_is_metrics_listener, lambda noun: "http://host:port")
 _DEFAULT_LISTENERS = (Endpoint("PLAINTEXT", "", 9092, "PLAINTEXT"),)
 
 
@@ -405,6 +415,15 @@ class BrokerConfig:
     producer_id_expiration_ms: int = _key("producer.id.expiration.ms", INT, 86400000,
                                           "idle time after which a producer id's state is dropped",
                                           at_least(1))
+
+    # -- quotas and metrics ----------------------------------------------------------------------
+    quota_window_num: int = _key("quota.window.num", INT, 11,
+                                 "sample windows a client quota is measured over", at_least(1))
+    quota_window_size_seconds: int = _key("quota.window.size.seconds", INT, 1,
+                                          "length of one client quota sample window", at_least(1))
+    metrics_listener: str | None = _key("metrics.listener", STRING, None,
+                                        "http://host:port serving Prometheus /metrics (port 0: any free "
+                                        "port); unset = no metrics endpoint", _METRICS_LISTENER_CHECK)
 
     # -- bookkeeping (not keys) ------------------------------------------------------------------
     explicit_keys: frozenset[str] = field(default=frozenset(), repr=False)

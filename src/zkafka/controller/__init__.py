@@ -1,14 +1,13 @@
 """Kafka's ZooKeeper-mode controller.
 
-Modules (nothing is imported eagerly, so tools that only need the placement algorithm stay light;
-`from zkafka.controller import Controller` still works):
+Modules (nothing is imported eagerly; `from zkafka.controller import Controller` still works):
 
 * `controller`   `Controller`: election, fencing, failover, the single event task (start here);
 * `events`       the events and the queue; `core` what handlers share (ZooKeeper calls, watches,
                  request batch, timings);
 * `context`      `ControllerContext`, the in-memory cluster picture, and `ReplicaAssignment`;
 * `states`, `partition_state_machine`, `replica_state_machine`  the two state machines;
-* `election`     pure leader election rules; `assignment` pure replica placement;
+* `election`     pure leader election rules (replica placement is `zkafka.admin.placement`);
 * `channel`, `request_batch`  requests to brokers (LeaderAndIsr v3, UpdateMetadata v5, StopReplica v1);
 * `broker_events`, `topic_events`, `topic_deletion`, `reassignment`, `leader_balance`  what the
   controller does for each kind of event.
@@ -23,11 +22,6 @@ _EXPORTS = {
     "Controller": "zkafka.controller.controller",
     "ControllerTimings": "zkafka.controller.core",
     "ReplicaAssignment": "zkafka.controller.context",
-    "InvalidPartitionsError": "zkafka.controller.assignment",
-    "InvalidReplicationFactorError": "zkafka.controller.assignment",
-    "RackInformationError": "zkafka.controller.assignment",
-    "assign_replicas_to_brokers": "zkafka.controller.assignment",
-    "assign_replicas_to_brokers_rack_aware": "zkafka.controller.assignment",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -45,8 +45,8 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.STOP_REPLICA: (0, 1),
     ApiKey.UPDATE_METADATA: (0, 5),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
-    ApiKey.OFFSET_COMMIT: (2, 7),
-    ApiKey.OFFSET_FETCH: (1, 5),
+    ApiKey.OFFSET_COMMIT: (0, 7),  # v0: offsets in ZooKeeper (/consumers/<group>/offsets)
+    ApiKey.OFFSET_FETCH: (0, 5),
     ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 5),
     ApiKey.HEARTBEAT: (0, 3),

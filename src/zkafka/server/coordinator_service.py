@@ -16,11 +16,11 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from zkafka.admin import topics as topic_admin
 from zkafka.config import BrokerConfig
 from zkafka.coordinator.coordinator import GroupConfig, GroupCoordinator
 from zkafka.coordinator.store import OffsetsTopicStore
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.server import topic_admin
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.zookeeper import ZooKeeper

@@ -46,10 +46,9 @@ from typing import NamedTuple
 
 from zkafka.records.batch import TIMESTAMP_TYPE_MASK, BatchHeader, iter_headers, rewrite_crc
 from zkafka.records.batch import assign_offsets as assign_batch_offsets
-from zkafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, fsync_dir
+from zkafka.storage.checkpoint import fsync_dir
 from zkafka.storage.config import LogConfig
 from zkafka.storage.errors import (
-    CheckpointError,
     CleaningAbortedError,
     LogClosedError,
     OffsetOutOfRangeError,
@@ -58,17 +57,15 @@ from zkafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
-from zkafka.storage.leader_epoch import LeaderEpochCache
+from zkafka.storage.log_loader import LogLoader, load_epoch_cache
 from zkafka.storage.naming import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
-    INDEX_SUFFIXES,
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TopicPartition,
-    offset_from_filename,
     parse_partition_dir_name,
     segment_file,
 )
@@ -78,7 +75,7 @@ from zkafka.storage.retention import (
     retention_ms_breached,
     retention_size_breached,
 )
-from zkafka.storage.scan import iter_file_headers, read_exactly
+from zkafka.storage.scan import read_exactly
 from zkafka.storage.segment import LogSegment, TimestampOffset
 
 log = logging.getLogger(__name__)
@@ -183,12 +180,16 @@ class Log:
         # earliest expiry of tombstones kept by the last compaction (-1: none known)
         self.latest_delete_horizon = -1
         self.dir_path.mkdir(exist_ok=True)
-        self.epochs, rebuild_epochs = self._load_epoch_cache()
-        try:
-            self._load(had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs)
-        except BaseException:
-            self.close_without_flush()
-            raise
+        self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
+        loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
+            had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs
+        )
+        self._segments = loaded.segments
+        self._bases = [seg.base_offset for seg in loaded.segments]
+        self._leo = loaded.log_end_offset
+        self.log_start_offset = loaded.log_start_offset
+        self.recovery_point = loaded.recovery_point
+        self._dir_dirty = loaded.changed
 
     def __repr__(self) -> str:
         return f"Log({self.dir_path}, start={self.log_start_offset}, end={self._leo})"
@@ -196,20 +197,7 @@ class Log:
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    # ---- loading and recovery -------------------------------------------------------------------
-
-    def _load_epoch_cache(self) -> tuple[LeaderEpochCache, bool]:
-        """The cache from `leader-epoch-checkpoint`; (empty cache, True) when the file is corrupt
-        or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
-        when the log turns out to hold data)."""
-        path = self.dir_path / LEADER_EPOCH_CHECKPOINT
-        if not path.exists():
-            return LeaderEpochCache(path), True
-        try:
-            return LeaderEpochCache.load(path), False
-        except CheckpointError as e:
-            log.warning("%s; rebuilding the leader epoch cache from the log", e)
-            return LeaderEpochCache(path), True
+    # ---- segments -------------------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int, *, suffix: str = "", create: bool = True) -> LogSegment:
         return LogSegment(
@@ -222,122 +210,6 @@ class Log:
             suffix=suffix,
             create=create,
         )
-
-    def _remove_temporary_files(self) -> list[int]:
-        """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return
-        the bases of `.log.swap` files (finished compactions to complete)."""
-        swaps: list[int] = []
-        logs: set[int] = set()
-        names = os.listdir(self.dir_path)
-        for name in names:
-            base = offset_from_filename(name)
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
-                (self.dir_path / name).unlink(missing_ok=True)
-            elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-                swaps.append(base)
-            elif base is not None and name.endswith(SWAP_SUFFIX):
-                # index swaps: the swapped segment's indexes are rebuilt, never trusted
-                (self.dir_path / name).unlink(missing_ok=True)
-            elif base is not None and name.endswith(LOG_SUFFIX):
-                logs.add(base)
-        for name in names:
-            base = offset_from_filename(name)
-            if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
-                log.info("deleting orphan index file %s/%s", self.dir_path, name)
-                (self.dir_path / name).unlink(missing_ok=True)
-        return sorted(swaps)
-
-    def _complete_swap(self, base: int) -> None:
-        """A crash happened after a compacted segment became `.swap`: it holds everything of the
-        segments it covers, so delete those and rename the swap into place."""
-        swap = self._new_segment(base, suffix=SWAP_SUFFIX, create=False)
-        try:
-            swap.recover()
-            end = swap.read_next_offset()
-        except BaseException:
-            swap.close_quietly()
-            raise
-        if swap.size == 0:
-            log.warning("%s is empty; discarding it", swap.log_path)
-            swap.delete_files()
-            return
-        for name in os.listdir(self.dir_path):
-            old = offset_from_filename(name)
-            if old is not None and base <= old < end and name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES)):
-                (self.dir_path / name).unlink(missing_ok=True)
-        swap.change_suffix("")
-        swap.close()
-        log.info("completed the interrupted swap of %s (offsets %d..%d)", swap.log_path, base, end)
-
-    def _load(
-        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
-    ) -> None:
-        for base in self._remove_temporary_files():
-            self._complete_swap(base)
-        bases = sorted(
-            b
-            for name in os.listdir(self.dir_path)
-            if name.endswith(LOG_SUFFIX) and (b := offset_from_filename(name)) is not None
-        )
-        for base in bases:
-            seg = self._new_segment(base, create=False)
-            if not seg.indexes_present():
-                # Kafka recovers such a segment; below the recovery point the data is trusted, so
-                # rebuilding the indexes from the batch headers is enough (done lazily)
-                log.info("%s has no index; it will be rebuilt", seg.log_path)
-            self._segments.append(seg)
-            self._bases.append(base)
-        if not had_clean_shutdown and self._segments:
-            self._recover_from(recovery_point)
-        if not self._segments:
-            self._add_segment(self._new_segment(log_start_offset))
-        active = self._segments[-1]
-        active.ensure_indexes()
-        self._leo = active.read_next_offset()
-        if self._leo < log_start_offset:
-            log.warning(
-                "%s: log end %d is below the log start %d; emptying it", self, self._leo, log_start_offset
-            )
-            self._delete_segments_now(list(self._segments))
-            self._add_segment(self._new_segment(log_start_offset))
-            self._leo = log_start_offset
-        self.log_start_offset = max(log_start_offset, self._bases[0])
-        self.recovery_point = self._leo if had_clean_shutdown else min(recovery_point, self._leo)
-        if rebuild_epochs and self._leo > self._bases[0]:
-            self._rebuild_epoch_cache()
-        self.epochs.truncate_from_end(self._leo)
-        self.epochs.truncate_from_start(self.log_start_offset)
-
-    def _recover_from(self, recovery_point: int) -> None:
-        """Re-validate every segment holding offsets >= `recovery_point`; after the first one that
-        had to be cut, drop all later segments."""
-        first = max(0, bisect_right(self._bases, recovery_point) - 1)
-        for i in range(first, len(self._segments)):
-            seg = self._segments[i]
-            cut = seg.recover(on_batch=self._epoch_from_recovered_batch)
-            if cut:
-                doomed = self._segments[i + 1 :]
-                if doomed:
-                    log.warning("%s: deleting %d segments after the corrupt one", self, len(doomed))
-                    self._delete_segments_now(doomed)
-                break
-        # Empty trailing segments hold no data; after a crash they may sit above a hole left by
-        # lost writes (a roll whose first batch never reached the disk). Dropping them makes the
-        # log end offset the end of the last intact batch.
-        while len(self._segments) > 1 and self._segments[-1].size == 0:
-            self._delete_segments_now([self._segments[-1]])
-
-    def _epoch_from_recovered_batch(self, header: BatchHeader) -> None:
-        epoch = header.partition_leader_epoch
-        latest = self.epochs.latest_epoch
-        if epoch >= 0 and (latest is None or epoch > latest):
-            self.epochs.assign(epoch, header.base_offset)
-
-    def _rebuild_epoch_cache(self) -> None:
-        self.epochs.clear()
-        for seg in self._segments:
-            for _, header in iter_file_headers(seg.fd, 0, seg.size):
-                self._epoch_from_recovered_batch(header)
 
     def _add_segment(self, seg: LogSegment) -> None:
         self._segments.append(seg)

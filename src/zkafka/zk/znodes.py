@@ -766,6 +766,14 @@ class ConfigEntityZNode:
         return obj.str_map("config")
 
 
+class UserClientsZNode:
+    """`/config/users/<user>/clients`: the parent of one user's per-client-id quota entities."""
+
+    @staticmethod
+    def path(user_znode_name: str) -> str:
+        return f"{ConfigEntityZNode.path(ConfigType.USER, user_znode_name)}/clients"
+
+
 CONFIG_CHANGES = SequentialZNodes("/config/changes", "config_change_")
 
 

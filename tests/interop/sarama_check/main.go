@@ -285,7 +285,9 @@ func main() {
 					if b.Err != sarama.ErrNoError {
 						err = b.Err
 					}
-					total += b.Offset
+					if b.Offset > 0 { // -1: a partition no key hashed to, never committed
+						total += b.Offset
+					}
 					keys = append(keys, fmt.Sprint(p))
 				}
 				sort.Strings(keys)

@@ -1,5 +1,6 @@
 """The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups. Version 0 of OffsetCommit/OffsetFetch keeps
+offsets in ZooKeeper instead (`zk_offsets.py`), as Kafka does.
 
 Each handler turns a request into a call on the broker's group coordinator
 (`zkafka.coordinator`) and the result into the response of the request's version. JoinGroup and
@@ -8,6 +9,8 @@ wait for their records to be replicated.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
 
 from zkafka.coordinator.coordinator import CommitRequest, GroupCoordinator
 from zkafka.protocol import ErrorCode
@@ -35,6 +38,7 @@ from zkafka.protocol.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from zkafka.server.apis import zk_offsets
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dispatcher import RequestContext
 from zkafka.storage.naming import TopicPartition
@@ -162,11 +166,15 @@ def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> Leave
 
 
 async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    if ctx.api_version == 0:
+        return _offset_commit_response(request, await zk_offsets.commit(ctx, request))
     offsets = {
         TopicPartition(t.name, p.partition_index): CommitRequest(
             p.committed_offset,
             p.committed_leader_epoch if ctx.api_version >= 6 else -1,
             p.committed_metadata,
+            # v1's own timestamp: -1 (its default, and every later version) means now
+            p.commit_timestamp if ctx.api_version == 1 else -1,
         )
         for t in request.topics
         for p in t.partitions
@@ -179,6 +187,12 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
         offsets,
         retention_ms=request.retention_time_ms if 2 <= ctx.api_version <= 4 else -1,
     )
+    return _offset_commit_response(request, results)
+
+
+def _offset_commit_response(
+    request: OffsetCommitRequest, results: Mapping[TopicPartition, ErrorCode]
+) -> OffsetCommitResponse:
     by_topic: dict[str, list[OffsetCommitResponse.OffsetCommitResponsePartition]] = {}
     for t in request.topics:
         for p in t.partitions:
@@ -196,7 +210,11 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     )
 
 
-def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+def handle_offset_fetch(
+    ctx: RequestContext, request: OffsetFetchRequest
+) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
+    if ctx.api_version == 0:
+        return _zk_offset_fetch(ctx, request)
     wanted = (
         None
         if request.topics is None
@@ -225,6 +243,21 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
         topics=[
             OffsetFetchResponse.OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()
         ],
+    )
+
+
+async def _zk_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    by_topic: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartition]] = {}
+    for tp, (offset, error) in (await zk_offsets.fetch(ctx, request)).items():
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=tp.partition, committed_offset=offset, metadata="", error_code=error
+            )
+        )
+    return OffsetFetchResponse(
+        topics=[
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()
+        ]
     )
 
 

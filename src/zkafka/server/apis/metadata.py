@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 
+from zkafka.admin import topics as topic_admin
 from zkafka.logs import RateLimitedLog
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import MetadataRequest, MetadataResponse
-from zkafka.server import topic_admin
 from zkafka.server.apis.topics import partition_limits
 from zkafka.server.dispatcher import RequestContext
 from zkafka.zk.topic_names import is_internal_topic, is_valid_topic_name

@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 
+from zkafka.admin import topics as topic_admin
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
     CreatePartitionsRequest,
@@ -21,7 +22,6 @@ from zkafka.protocol.messages import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from zkafka.server import topic_admin
 from zkafka.server.dispatcher import RequestContext
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.services import BrokerServices

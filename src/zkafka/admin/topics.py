@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
+from zkafka.admin.placement import assign_replicas_to_brokers
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.server.metadata_cache import MetadataCache
 from zkafka.storage.config import InvalidConfigError, LogConfig
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import (
@@ -35,6 +36,18 @@ from zkafka.zk.errors import (
 from zkafka.zk.model import TopicAssignment, validate_replica_assignment
 from zkafka.zk.topic_names import check_topic_creatable
 from zkafka.zk.znodes import MAX_ZNODE_BYTES, TopicZNode
+
+
+class _HasReplicas(Protocol):
+    @property
+    def replicas(self) -> Sequence[int]: ...
+
+
+class PartitionView(Protocol):
+    """What the limits need of a broker's metadata cache: every partition's replicas by topic."""
+
+    @property
+    def partitions(self) -> Mapping[str, Mapping[int, _HasReplicas]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +69,7 @@ class PartitionLimits:
 
     @classmethod
     def from_cache(
-        cls, cache: MetadataCache, *, max_partitions: int, max_broker_partitions: int, adding: int
+        cls, cache: PartitionView, *, max_partitions: int, max_broker_partitions: int, adding: int
     ) -> PartitionLimits:
         """A snapshot for a request that may add up to `adding` partitions. Call it on the event
         loop (the cache is only consistent there). Costs one step per topic; per-broker replicas
@@ -140,7 +153,6 @@ def _assign(
 ) -> dict[int, list[int]]:
     """Kafka's placement; the caller has checked `partitions` and `rf` (the result is as large
     as partitions x rf)."""
-    from zkafka.controller.assignment import assign_replicas_to_brokers
 
     _check_replication_factor(rf, broker_ids)
     return assign_replicas_to_brokers(sorted(broker_ids), partitions, rf, start_partition_id=start_partition)

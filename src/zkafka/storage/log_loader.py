@@ -1,0 +1,225 @@
+"""Opening a partition's log directory: what `Log` does once, before it serves anything.
+
+Kafka's load sequence (reference §3.2): drop the leftovers of interrupted work (`.deleted`,
+`.cleaned`, `.tmp`, index swaps and orphan indexes), finish an interrupted compaction swap, open the
+segments in offset order, and, after an unclean shutdown, re-validate every segment from the
+recovery point on batch by batch (framing + CRC-32C), cutting a torn or corrupt tail and dropping
+the segments after it. The leader-epoch cache is read from its checkpoint, or rebuilt from the
+batches' partitionLeaderEpoch fields when the checkpoint is missing or corrupt.
+
+Kept apart from `log.py` because it changes for other reasons (crash recovery, file layout) than
+the running log (appends, reads, retention), and runs before any lock or reader exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zkafka.records.batch import BatchHeader
+from zkafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT
+from zkafka.storage.errors import CheckpointError
+from zkafka.storage.leader_epoch import LeaderEpochCache
+from zkafka.storage.naming import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIXES,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    offset_from_filename,
+)
+from zkafka.storage.scan import iter_file_headers
+from zkafka.storage.segment import LogSegment
+
+# The log's own logger: recovery lines stay where operators (and their log filters) found them.
+log = logging.getLogger("zkafka.storage.log")
+
+SegmentFactory = Callable[..., LogSegment]
+"""`new_segment(base_offset, *, suffix="", create=True)`: a segment of the log being loaded."""
+
+
+def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
+    """The cache from `leader-epoch-checkpoint`; (empty cache, True) when the file is corrupt
+    or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
+    when the log turns out to hold data)."""
+    path = dir_path / LEADER_EPOCH_CHECKPOINT
+    if not path.exists():
+        return LeaderEpochCache(path), True
+    try:
+        return LeaderEpochCache.load(path), False
+    except CheckpointError as e:
+        log.warning("%s; rebuilding the leader epoch cache from the log", e)
+        return LeaderEpochCache(path), True
+
+
+@dataclass
+class LoadedLog:
+    """What a log directory holds once loaded: its segments in offset order (never empty) and
+    its offsets."""
+
+    segments: list[LogSegment]
+    log_end_offset: int
+    log_start_offset: int
+    recovery_point: int
+    changed: bool = False
+    """Files were created or deleted: the directory entry wants an fsync."""
+
+
+@dataclass
+class LogLoader:
+    dir_path: Path
+    new_segment: SegmentFactory
+    epochs: LeaderEpochCache
+    name: str  # for log lines: the Log's repr
+    _segments: list[LogSegment] = field(default_factory=list)
+    _bases: list[int] = field(default_factory=list)
+    _changed: bool = False
+
+    def load(
+        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
+    ) -> LoadedLog:
+        try:
+            return self._load(had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs)
+        except BaseException:
+            for seg in self._segments:
+                seg.close_quietly()
+            raise
+
+    def _load(
+        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
+    ) -> LoadedLog:
+        for base in self._remove_temporary_files():
+            self._complete_swap(base)
+        bases = sorted(
+            b
+            for name in os.listdir(self.dir_path)
+            if name.endswith(LOG_SUFFIX) and (b := offset_from_filename(name)) is not None
+        )
+        for base in bases:
+            seg = self.new_segment(base, create=False)
+            if not seg.indexes_present():
+                # Kafka recovers such a segment; below the recovery point the data is trusted, so
+                # rebuilding the indexes from the batch headers is enough (done lazily)
+                log.info("%s has no index; it will be rebuilt", seg.log_path)
+            self._segments.append(seg)
+            self._bases.append(base)
+        if not had_clean_shutdown and self._segments:
+            self._recover_from(recovery_point)
+        if not self._segments:
+            self._add(self.new_segment(log_start_offset))
+        active = self._segments[-1]
+        active.ensure_indexes()
+        leo = active.read_next_offset()
+        if leo < log_start_offset:
+            log.warning(
+                "%s: log end %d is below the log start %d; emptying it", self.name, leo, log_start_offset
+            )
+            self._delete_now(list(self._segments))
+            self._add(self.new_segment(log_start_offset))
+            leo = log_start_offset
+        start = max(log_start_offset, self._bases[0])
+        if rebuild_epochs and leo > self._bases[0]:
+            self._rebuild_epoch_cache()
+        self.epochs.truncate_from_end(leo)
+        self.epochs.truncate_from_start(start)
+        return LoadedLog(
+            self._segments,
+            leo,
+            start,
+            leo if had_clean_shutdown else min(recovery_point, leo),
+            self._changed,
+        )
+
+    def _remove_temporary_files(self) -> list[int]:
+        """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return
+        the bases of `.log.swap` files (finished compactions to complete)."""
+        swaps: list[int] = []
+        logs: set[int] = set()
+        names = os.listdir(self.dir_path)
+        for name in names:
+            base = offset_from_filename(name)
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
+                (self.dir_path / name).unlink(missing_ok=True)
+            elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+                swaps.append(base)
+            elif base is not None and name.endswith(SWAP_SUFFIX):
+                # index swaps: the swapped segment's indexes are rebuilt, never trusted
+                (self.dir_path / name).unlink(missing_ok=True)
+            elif base is not None and name.endswith(LOG_SUFFIX):
+                logs.add(base)
+        for name in names:
+            base = offset_from_filename(name)
+            if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
+                log.info("deleting orphan index file %s/%s", self.dir_path, name)
+                (self.dir_path / name).unlink(missing_ok=True)
+        return sorted(swaps)
+
+    def _complete_swap(self, base: int) -> None:
+        """A crash happened after a compacted segment became `.swap`: it holds everything of the
+        segments it covers, so delete those and rename the swap into place."""
+        swap = self.new_segment(base, suffix=SWAP_SUFFIX, create=False)
+        try:
+            swap.recover()
+            end = swap.read_next_offset()
+        except BaseException:
+            swap.close_quietly()
+            raise
+        if swap.size == 0:
+            log.warning("%s is empty; discarding it", swap.log_path)
+            swap.delete_files()
+            return
+        for name in os.listdir(self.dir_path):
+            old = offset_from_filename(name)
+            if old is not None and base <= old < end and name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES)):
+                (self.dir_path / name).unlink(missing_ok=True)
+        swap.change_suffix("")
+        swap.close()
+        log.info("completed the interrupted swap of %s (offsets %d..%d)", swap.log_path, base, end)
+
+    def _recover_from(self, recovery_point: int) -> None:
+        """Re-validate every segment holding offsets >= `recovery_point`; after the first one that
+        had to be cut, drop all later segments."""
+        first = max(0, bisect_right(self._bases, recovery_point) - 1)
+        for i in range(first, len(self._segments)):
+            seg = self._segments[i]
+            cut = seg.recover(on_batch=self._epoch_from_recovered_batch)
+            if cut:
+                doomed = self._segments[i + 1 :]
+                if doomed:
+                    log.warning("%s: deleting %d segments after the corrupt one", self.name, len(doomed))
+                    self._delete_now(doomed)
+                break
+        # Empty trailing segments hold no data; after a crash they may sit above a hole left by
+        # lost writes (a roll whose first batch never reached the disk). Dropping them makes the
+        # log end offset the end of the last intact batch.
+        while len(self._segments) > 1 and self._segments[-1].size == 0:
+            self._delete_now([self._segments[-1]])
+
+    def _epoch_from_recovered_batch(self, header: BatchHeader) -> None:
+        epoch = header.partition_leader_epoch
+        latest = self.epochs.latest_epoch
+        if epoch >= 0 and (latest is None or epoch > latest):
+            self.epochs.assign(epoch, header.base_offset)
+
+    def _rebuild_epoch_cache(self) -> None:
+        self.epochs.clear()
+        for seg in self._segments:
+            for _, header in iter_file_headers(seg.fd, 0, seg.size):
+                self._epoch_from_recovered_batch(header)
+
+    def _add(self, seg: LogSegment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        self._changed = True
+
+    def _delete_now(self, doomed: list[LogSegment]) -> None:
+        for seg in doomed:
+            i = self._segments.index(seg)
+            del self._segments[i]
+            del self._bases[i]
+            seg.delete_files()
+        self._changed = True

@@ -1,0 +1,170 @@
+"""The base of `KafkaZkClient`'s parts: a ZooKeeper session that decodes znode by znode (a znode
+whose data does not decode is reported to `bad_znodes` once and read as absent) and makes the
+controller's fenced writes: every write of a controller is a multi that starts with
+`check(/controller_epoch, epochZkVersion)`, so a controller that lost its election can no longer
+change anything (`ControllerMovedError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from kazoo.exceptions import (
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    ZookeeperError,
+)
+from kazoo.protocol.states import ZnodeStat
+
+from zkafka.zk.bad_znodes import BadZNodes
+from zkafka.zk.errors import (
+    ControllerMovedError,
+    ZkError,
+)
+from zkafka.zk.ops import CheckOp, CreateOp, DeleteOp, Op, SetDataOp, apply_ops, first_failure
+from zkafka.zk.session import ZkSession, chunked
+from zkafka.zk.znodes import (
+    ControllerEpochZNode,
+)
+
+TRANSIENT = (ConnectionLoss, OperationTimeoutError)
+DEFAULT_RESERVED_BROKER_MAX_ID = 1000
+"""Kafka's `reserved.broker.max.id`: generated broker ids start above it."""
+_DELETE_BATCH = 500
+T = TypeVar("T")
+
+NOT_LIVE = "the broker is treated as not live"
+NO_STATE = "the partition has no leader until its state znode is rewritten (or deleted)"
+TOPIC_SKIPPED = "the topic is left out until its znode is rewritten"
+DEFAULTS_APPLY = "its entity's overrides are ignored (defaults apply)"
+UNKNOWN_CONTROLLER = "treated as held by an unknown controller until it goes away"
+
+
+def _controller_moved(epoch_zk_version: int) -> ControllerMovedError:
+    return ControllerMovedError(
+        f"controller epoch zkVersion {epoch_zk_version} is stale: another controller was elected"
+    )
+
+
+class ZkStore(ZkSession):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.bad_znodes = BadZNodes()
+        super().__init__(*args, **kwargs)
+
+    def _decoded(
+        self,
+        decode: Callable[[bytes, str, ZnodeStat], T],
+        path: str,
+        found: tuple[bytes, ZnodeStat] | None,
+        instead: str,
+    ) -> T | None:
+        """`decode` the data read from `path`; None if it was absent or does not decode (reported)."""
+        if found is None:
+            return None
+        try:
+            value = decode(found[0], path, found[1])
+        except (ZkError, ValueError, TypeError, KeyError, AttributeError) as e:
+            # Decoders raise ZNodeDataError; anything else from them is a decoder gap, and still
+            # only this one znode's problem.
+            self.bad_znodes.report(e, path, found[0], found[1], instead)
+            return None
+        self.bad_znodes.cleared(path)
+        return value
+
+    # -- fenced writes ----------------------------------------------------------------------------------
+    def fenced_multi(self, epoch_zk_version: int, ops: Sequence[Op]) -> list[Any]:
+        """Run `ops` atomically, only if `/controller_epoch` still has `epoch_zk_version`.
+
+        Returns the results of `ops` (without the check). Raises ControllerMovedError when the check fails,
+        or the failing operation's kazoo exception. Re-sent once reconnected after a connection loss, so a
+        lost response shows up as that operation's NodeExists/NoNode/BadVersion.
+        """
+        all_ops: list[Op] = [CheckOp(ControllerEpochZNode.path(), epoch_zk_version), *ops]
+        while True:
+            try:
+                return self.multi(all_ops)[1:]
+            except TRANSIENT:
+                self.wait_connected()
+            except ZookeeperError as e:
+                if getattr(e, "op_index", None) == 0:
+                    raise _controller_moved(epoch_zk_version) from e
+                raise
+
+    def _pipelined_fenced(
+        self, epoch_zk_version: int, batches: Sequence[tuple[Any, Sequence[Op]]]
+    ) -> dict[Any, list[Any] | Exception]:
+        """Many independent fenced multis sent back to back (one round trip for all). Returns key -> results
+        or the failing operation's error; raises ControllerMovedError if any fencing check failed."""
+        check = CheckOp(ControllerEpochZNode.path(), epoch_zk_version)
+        pending = []
+        for key, ops in batches:
+            tx = self._zk.transaction()
+            apply_ops(tx, [check, *ops])
+            pending.append((key, ops, tx.commit_async()))
+        out: dict[Any, list[Any] | Exception] = {}
+        moved = False
+        for key, ops, async_result in pending:
+            try:
+                results = list(async_result.get())
+            except TRANSIENT:
+                try:
+                    out[key] = self.fenced_multi(epoch_zk_version, ops)
+                except ControllerMovedError:
+                    moved = True
+                except ZookeeperError as e:
+                    out[key] = e
+                continue
+            failure = first_failure(results)
+            if failure is None:
+                out[key] = results[1:]
+            elif failure.index == 0:
+                moved = True
+            else:
+                out[key] = failure.error
+        if moved:
+            raise _controller_moved(epoch_zk_version)
+        return out
+
+    def fenced_delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
+        """Delete `path` and its subtree, every batch fenced. False if it did not exist."""
+        deleted_any = False
+        for _ in range(20):
+            nodes = self.list_recursive(path)
+            if not nodes:
+                return deleted_any
+            try:
+                for batch in chunked(nodes, _DELETE_BATCH):
+                    self.fenced_multi(epoch_zk_version, [DeleteOp(p) for p in batch])
+                return True
+            except (NoNodeError, NotEmptyError):
+                deleted_any = True  # the tree changed under us: list it again
+        raise ZkError(f"{path} keeps changing while being deleted")
+
+    def _fenced_delete_if_exists(self, path: str, epoch_zk_version: int | None) -> bool:
+        try:
+            if epoch_zk_version is None:
+                return self.delete(path)
+            self.fenced_multi(epoch_zk_version, [DeleteOp(path)])
+            return True
+        except NoNodeError:
+            return False
+
+    def _set_or_create(self, path: str, data: bytes, epoch_zk_version: int | None) -> None:
+        if epoch_zk_version is None:
+            self.set_or_create(path, data)
+            return
+        while True:
+            try:
+                self.fenced_multi(epoch_zk_version, [SetDataOp(path, data)])
+                return
+            except NoNodeError:
+                pass
+            try:
+                self.fenced_multi(epoch_zk_version, [CreateOp(path, data)])
+                return
+            except NodeExistsError:
+                continue
