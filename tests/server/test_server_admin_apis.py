@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from confluent_kafka.error import KafkaException
-from tests.server.test_server_connection_limits import client_and_internal_listeners
+from test_server_connection_limits import client_and_internal_listeners
 
 from zkafka.client.admin import AdminClient as ZkafkaAdmin
 from zkafka.client.admin import ConfigResource as ZkafkaResource
