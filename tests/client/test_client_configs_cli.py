@@ -230,13 +230,49 @@ def test_bad_input_is_one_line_error(cluster: LocalCluster, kazoo: KazooClient, 
     assert json.loads(kazoo.get(f"/config/topics/{topic}")[0])["config"] == {}
 
 
-def test_brokers_are_described_but_not_altered(cluster: LocalCluster) -> None:
+def test_broker_configs_through_the_brokers(cluster: LocalCluster, kazoo: KazooClient) -> None:
+    """Dynamic broker configs (KIP-226): one broker's and the cluster-wide default, with
+    kafka-configs' lines; only keys Kafka can change at run time are accepted."""
     b = cluster.bootstrap_servers
     brokers = ("--bootstrap-server", b, "--entity-type", "brokers")
-    assert "only topics are supported" in failed(
-        configs(*brokers, "--entity-name", "1", "--alter", "--add-config", "log.retention.ms=1")
+    out = ok(configs(*brokers, "--entity-name", "1", "--alter", "--add-config", "log.cleaner.threads=2"))
+    assert out == "Completed updating config for broker 1.\n"
+    out = ok(configs(*brokers, "--entity-default", "--alter", "--add-config", "max.connections.per.ip=1000"))
+    assert out == "Completed updating default config for brokers in the cluster.\n"
+    assert json.loads(kazoo.get("/config/brokers/1")[0])["config"] == {"log.cleaner.threads": "2"}
+    assert json.loads(kazoo.get("/config/brokers/<default>")[0])["config"] == {
+        "max.connections.per.ip": "1000"
+    }
+    assert ok(configs(*brokers, "--entity-name", "1", "--describe")) == (
+        "Dynamic configs for broker 1 are:\n"
+        "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+        "DEFAULT_CONFIG:log.cleaner.threads=1}\n"
     )
-    assert "only topics are supported" in failed(configs(*brokers, "--entity-default", "--describe"))
+    assert ok(configs(*brokers, "--entity-default", "--describe")) == (
+        "Default configs for brokers in the cluster are:\n"
+        "  max.connections.per.ip=1000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+        "max.connections.per.ip=1000, DEFAULT_CONFIG:max.connections.per.ip=2147483647}\n"
+    )
+    # every other broker applies the default when notified, and says where its value comes from
+    for other in BROKERS[1:]:
+        deadline = time.monotonic() + 30
+        while True:
+            rows = table(ok(configs(*brokers, "--entity-name", str(other), "--describe", "--all")))
+            if rows["max.connections.per.ip"][:2] == ("1000", "DYNAMIC_DEFAULT_BROKER_CONFIG"):
+                break
+            assert time.monotonic() < deadline, (other, rows["max.connections.per.ip"])
+            time.sleep(0.2)
+        assert rows["log.cleaner.threads"][:2] == ("1", "DEFAULT_CONFIG")  # broker 1's own, not theirs
+    refused = failed(configs(*brokers, "--entity-name", "1", "--alter", "--add-config", "broker.id=9"))
+    assert "Cannot update these configs dynamically" in refused
+    assert "Invalid config(s): log.retention.ms" in failed(
+        configs(*brokers, "--entity-name", "1", "--alter", "--delete-config", "log.retention.ms")
+    )
+    ok(configs(*brokers, "--entity-name", "1", "--alter", "--delete-config", "log.cleaner.threads"))
+    ok(configs(*brokers, "--entity-default", "--alter", "--delete-config", "max.connections.per.ip"))
+    assert ok(configs(*brokers, "--entity-default", "--describe")) == (
+        "Default configs for brokers in the cluster are:\n"
+    )
     zk_brokers = ("--zookeeper", cluster.zookeeper_connect, "--entity-type", "brokers")
     assert "only topics are supported" in failed(configs(*zk_brokers, "--entity-name", "1", "--describe"))
     # clients, users and ips are not offered: the usage of `configs` names what is

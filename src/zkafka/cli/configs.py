@@ -6,6 +6,8 @@
     zkafka configs --zookeeper Z --entity-type topics --entity-name t --alter --add-config k=v
     zkafka configs --zookeeper Z --entity-type topics [--entity-name t] --describe
     zkafka configs --bootstrap-server B --entity-type brokers --entity-name 1 --describe --all
+    zkafka configs --bootstrap-server B --entity-type brokers --entity-name 1|--entity-default \\
+        --alter --add-config log.retention.ms=86400000,max.connections.per.ip=100
 
 With --bootstrap-server the change goes through AlterConfigs, whose broker writes the overrides to
 ZooKeeper; with --zookeeper this command writes `/config/topics/<t>` itself and then a
@@ -17,9 +19,11 @@ and the output is the same: kafka-configs' lines,
       retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}
 
 --describe prints only the overrides unless --all is given (then every config, with the chain of
-sources it was resolved through). `--entity-type` is `topics` or `brokers`: broker configs can be
-described (read-only, through the brokers: zkafka brokers have no dynamic broker configs); Kafka's
-clients, users and ips have no configs a zkafka broker applies, so they are not offered.
+sources it was resolved through). `--entity-type` is `topics` or `brokers`: a broker's configs (by
+id) or the cluster-wide default (--entity-default) are described and altered through the brokers,
+which store them in `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker configs,
+KIP-226: only the keys Kafka can change at run time); Kafka's clients, users and ips have no configs
+a zkafka broker applies, so they are not offered.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING
 from zkafka.cli.errors import CliError
 from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.cli.topics import client_errors
-from zkafka.client.admin import ConfigEntry, ConfigResource
+from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
@@ -61,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--entity-type",
         required=True,
         choices=ENTITY_TYPES,
-        help="topics, or brokers (--describe through the brokers)",
+        help="topics, or brokers (through the brokers)",
     )
     entity = p.add_mutually_exclusive_group()
     entity.add_argument("--entity-name", metavar="NAME", help="topic name or broker id")
@@ -105,22 +109,21 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _check_entity(args: argparse.Namespace) -> None:
-    """Topics fully; brokers only for a bootstrap --describe of one broker, because zkafka brokers
-    refuse AlterConfigs of brokers and have no dynamic (default) broker configs to show."""
+    """Topics fully; brokers through the brokers (--bootstrap-server), one by id or the
+    cluster-wide default (dynamic broker configs, KIP-226)."""
     if args.entity_type == TOPICS:
         if args.entity_default:
             raise CliError("topics have no --entity-default; give --entity-name")
         if args.alter and not args.entity_name:
             raise CliError("--alter of topics needs --entity-name")
         return
-    if args.alter:
-        raise CliError(f"{ONLY_TOPICS} by --alter: zkafka brokers have no dynamic broker configs")
     if args.zookeeper is not None:
-        raise CliError(f"{ONLY_TOPICS} with --zookeeper (describe brokers with --bootstrap-server)")
+        raise CliError(f"{ONLY_TOPICS} with --zookeeper (use --bootstrap-server for brokers)")
     if args.entity_default:
-        raise CliError(f"{ONLY_TOPICS} for --entity-default: zkafka brokers have no dynamic defaults")
+        return
     if not args.entity_name or not args.entity_name.isdigit():
-        raise CliError(f"--entity-type brokers needs --entity-name <broker id>, got {args.entity_name!r}")
+        given = args.entity_name
+        raise CliError(f"--entity-type brokers needs --entity-name <id> or --entity-default, got {given!r}")
 
 
 # -- argument parsing --------------------------------------------------------------------------------
@@ -162,32 +165,51 @@ def _check_deletable(deleted: Iterable[str], known: Iterable[str]) -> None:
 # -- the actions, through the brokers or ZooKeeper alike ---------------------------------------------
 
 
+def _broker_resource(args: argparse.Namespace) -> ConfigResource:
+    return ConfigResource.broker("" if args.entity_default else args.entity_name)
+
+
 def _alter(admin: TopicAdmin, args: argparse.Namespace) -> int:
     added, deleted = _changes(args)
-    resource = ConfigResource.topic(args.entity_name)
+    brokers = args.entity_type == BROKERS
+    resource = _broker_resource(args) if brokers else ConfigResource.topic(args.entity_name)
     # describing first names an unknown topic before anything is written, and gives the keys that
-    # can be deleted (every config through the brokers, the overrides in ZooKeeper, as in Kafka)
+    # can be deleted (every config of a topic through the brokers, its overrides in ZooKeeper; a
+    # broker's dynamic configs, as kafka-configs does)
     current = admin.describe_configs([resource])[resource]
+    if brokers:
+        current = {k: e for k, e in current.items() if e.source in _DYNAMIC_BROKER_SOURCES}
     _check_deletable(deleted, current)
     admin.alter_configs(resource, {**added, **dict.fromkeys(deleted)})
-    print(f"Completed updating config for topic {args.entity_name}.")
+    if not brokers:
+        print(f"Completed updating config for topic {args.entity_name}.")
+    elif args.entity_default:
+        print("Completed updating default config for brokers in the cluster.")
+    else:
+        print(f"Completed updating config for broker {args.entity_name}.")
     return 0
 
 
 def _describe(admin: TopicAdmin, args: argparse.Namespace) -> int:
     if args.entity_type == BROKERS:
-        resources = [ConfigResource.broker(args.entity_name)]
+        resources = [_broker_resource(args)]
     else:
         names = [args.entity_name] if args.entity_name else admin.list_topics(include_internal=True)
         resources = [ConfigResource.topic(n) for n in names]
     described = admin.describe_configs(resources, include_synonyms=True) if resources else {}
     kind = args.entity_type.removesuffix("s")
     for resource, entries in described.items():
-        print(f"{'All' if args.all else 'Dynamic'} configs for {kind} {resource.name} are:")
+        if args.entity_type == BROKERS and args.entity_default:
+            print("Default configs for brokers in the cluster are:")  # every one is a dynamic default
+        else:
+            print(f"{'All' if args.all else 'Dynamic'} configs for {kind} {resource.name} are:")
         for _, entry in sorted(entries.items()):
-            if args.all or entry.is_override:
+            if args.all or args.entity_default or entry.is_override:
                 print(f"  {config_line(entry)}")
     return 0
+
+
+_DYNAMIC_BROKER_SOURCES = (ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
 
 
 def config_line(entry: ConfigEntry) -> str:

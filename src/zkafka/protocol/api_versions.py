@@ -15,7 +15,9 @@ The exceptions are three admin APIs answered by the active controller only: Elec
 (v0 is preferred-only, v1 adds the election type and a top-level error, v2 is flexible; Kafka's
 admin client and librdkafka use v2 when offered) and AlterPartitionReassignments /
 ListPartitionReassignments 0 (KIP-455: flexible from their first version, so there is no
-classic encoding to offer). Only clients that know these APIs ever pick them.
+classic encoding to offer). Only clients that know these APIs ever pick them. Likewise the admin
+APIs Kafka's clients use when offered: IncrementalAlterConfigs 0-1 (v1 flexible), DescribeLogDirs
+0-2 (v2 flexible) and DescribeCluster 0 (flexible from v0).
 
 The unsupported-version answer (§3): when a client sends ApiVersions at a version above ours,
 Kafka replies with a v0 body (error UNSUPPORTED_VERSION plus the api table, no throttle
@@ -63,6 +65,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
+    # Flexible from v1 / from v0: offered because Kafka's admin clients use them when they can.
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 0),
     # Answered by the active controller only (NOT_CONTROLLER elsewhere); the flexible exceptions.
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),

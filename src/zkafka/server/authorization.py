@@ -508,6 +508,14 @@ def _configs(operation: AclOperation, resp_key: str, item: str) -> Guard:
     return guard
 
 
+def _describe_log_dirs(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """Kafka answers a principal without Cluster:Describe with no log dirs at all (v0-2 have no
+    error field to say so)."""
+    if authorize(ctx, Op.DESCRIBE, RT.CLUSTER):
+        return handler(ctx, request)
+    return _response(ctx)
+
+
 def _init_producer_id(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     tid = request.transactional_id
     if tid is not None:
@@ -647,6 +655,9 @@ GUARDS: dict[int, Guard] = {
     ApiKey.CREATE_PARTITIONS: _create_partitions,
     ApiKey.DESCRIBE_CONFIGS: _configs(Op.DESCRIBE_CONFIGS, "results", "DescribeConfigsResult"),
     ApiKey.ALTER_CONFIGS: _configs(Op.ALTER_CONFIGS, "responses", "AlterConfigsResourceResponse"),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _configs(Op.ALTER_CONFIGS, "responses", "AlterConfigsResourceResponse"),
+    ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
+    ApiKey.DESCRIBE_CLUSTER: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
     ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_guard(Op.ALTER, error_message="Authorization failed."),

@@ -32,6 +32,7 @@ from zkafka.server.apis import HANDLERS
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
+from zkafka.server.dynamic_config import DynamicBrokerConfig
 from zkafka.server.isr import IsrManager
 from zkafka.server.listeners import Listeners
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
@@ -106,6 +107,10 @@ class Broker:
             await zk.run(lambda _client: acls.load())
             zk.keep_until_close(acls.attach(zk.watcher, zk.executor))
             authorizer = build_authorizer(cfg, acls)
+        dynamic = DynamicBrokerConfig(
+            cfg, broker_id, zk, logs, self.listeners.connection_quotas, self.scheduler.spawn
+        )
+        await dynamic.reload()
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -122,6 +127,7 @@ class Broker:
                 lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
             ),
             authorizer=authorizer,
+            dynamic=dynamic,
         )
         scram = None
         if needs_scram(cfg):
@@ -133,6 +139,7 @@ class Broker:
         await identity.register(self.listeners.bound_ports)
         config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
         zk.listen(config_changes.queue, config_changes.on_notification)
+        zk.listen(dynamic.queue, dynamic.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)
         self.scheduler.run("isr", isr.run())

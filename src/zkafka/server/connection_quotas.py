@@ -103,6 +103,21 @@ class ConnectionQuotas:
         self._rate_window: dict[str, tuple[int, int]] = {}  # listener -> (second, accepted in it)
         self.refused = 0
 
+    def reconfigure(
+        self,
+        *,
+        max_connections: int,
+        max_per_ip: int,
+        per_ip_overrides: Mapping[str, int],
+        max_creation_rate: int,
+    ) -> None:
+        """New limits (dynamic broker configs): they apply to the next connection; connections
+        already open above a lowered limit stay open, as in Kafka."""
+        self._max_connections = max_connections
+        self._max_per_ip = max_per_ip
+        self._overrides = _resolve_overrides(per_ip_overrides)
+        self._max_rate = max_creation_rate
+
     @property
     def total(self) -> int:
         return self._total

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from zkafka.config import BrokerConfig
@@ -80,6 +81,34 @@ class TopicLogs(Protocol):
 
     def update_topic_config(self, topic: str, config: LogConfig | None) -> None: ...
 
+    @property
+    def log_dirs(self) -> Sequence[Path]: ...
+
+    def all_logs(self) -> dict[TopicPartition, Log]: ...
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None: ...
+
+
+class DynamicConfigs(Protocol):
+    """This broker's dynamic broker configs (KIP-226), as the config APIs see them: the overrides
+    of `/config/brokers/<default>` and `/config/brokers/<id>`, the effective config they make, a
+    check of a proposed change (DynamicConfigError, in `zkafka.server.dynamic_config`) and a
+    reload after writing one (`zkafka.server.dynamic_config.DynamicBrokerConfig`)."""
+
+    @property
+    def defaults(self) -> Mapping[str, str]: ...
+
+    @property
+    def per_broker(self) -> Mapping[str, str]: ...
+
+    def check(self, overrides: Mapping[str, str], *, per_broker: bool) -> BrokerConfig: ...
+
+    async def reload(self) -> None: ...
+
+    def effective_text(self, key: str) -> str | None: ...
+
+    def synonyms(self, key: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
@@ -99,3 +128,5 @@ class BrokerServices:
     authorizer: AclAuthorizer | None = None
     """Kafka's ACL authorizer when `authorizer.class.name` asks for it, else None: no checks at all
     (`zkafka.server.authorization` is where requests are checked)."""
+    dynamic: DynamicConfigs | None = None
+    """Dynamic broker configs; None where a test builds services without them."""

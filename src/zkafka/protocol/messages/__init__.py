@@ -55,6 +55,10 @@ from zkafka.protocol.messages.describe_acls import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
+from zkafka.protocol.messages.describe_cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from zkafka.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -62,6 +66,10 @@ from zkafka.protocol.messages.describe_configs import (
 from zkafka.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+)
+from zkafka.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
 )
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -186,6 +194,7 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     31: DeleteAclsRequest,
     32: DescribeConfigsRequest,
     33: AlterConfigsRequest,
+    35: DescribeLogDirsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
@@ -194,6 +203,7 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsRequest,
     46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
+    60: DescribeClusterRequest,
 }
 
 RESPONSE_CLASSES: dict[int, type[Message]] = {
@@ -226,6 +236,7 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     31: DeleteAclsResponse,
     32: DescribeConfigsResponse,
     33: AlterConfigsResponse,
+    35: DescribeLogDirsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
@@ -234,6 +245,7 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsResponse,
     46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
+    60: DescribeClusterResponse,
 }
 
 __all__ = [
@@ -263,10 +275,14 @@ __all__ = [
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
     "DescribeAclsResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "FetchRequest",

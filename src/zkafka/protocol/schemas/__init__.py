@@ -20,8 +20,10 @@ from zkafka.protocol.schemas import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -85,6 +87,8 @@ _MODULES = (
     describe_acls,
     create_acls,
     delete_acls,
+    describe_log_dirs,
+    describe_cluster,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -9,6 +9,8 @@ from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
     acls,
     api_versions,
+    cluster,
+    config_changes,
     configs,
     controlled_shutdown,
     controller_requests,
@@ -17,6 +19,7 @@ from zkafka.server.apis import (
     groups,
     leader_epochs,
     list_offsets,
+    log_dirs,
     metadata,
     partition_admin,
     produce,
@@ -63,4 +66,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_ACLS: acls.handle_describe,
     ApiKey.CREATE_ACLS: acls.handle_create,
     ApiKey.DELETE_ACLS: acls.handle_delete,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: config_changes.handle_incremental,
+    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
+    ApiKey.DESCRIBE_CLUSTER: cluster.handle,
 }
