@@ -22,14 +22,13 @@ given, holds Kafka's client keys (`security.protocol`, `sasl.mechanism`, `sasl.j
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from zkafka.cli.acls_broker import BrokerAcls
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import open_zookeeper
 from zkafka.security.acl_admin import create_acls, delete_acls, describe_acls
 from zkafka.security.acl_filters import (
     AclBindingFilter,
@@ -50,7 +49,6 @@ from zkafka.zk.acls import (
     ResourceType,
 )
 from zkafka.zk.client import KafkaZkClient
-from zkafka.zk.errors import ZkConnectionError, ZkError
 
 Op = AclOperation
 VALID_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
@@ -336,32 +334,12 @@ def _acls(
         with BrokerAcls.connect(connect[len(BOOTSTRAP) :], command_config) as broker:
             yield broker
         return
-    with _zookeeper(connect, create_chroot) as zk:
+    with open_zookeeper(
+        connect, CONNECT_TIMEOUT_S, flag="zookeeper.connect", create_chroot=create_chroot, cluster_znode=None
+    ) as zk:
         yield _ZkAcls(zk)
 
 
-@contextmanager
-def _zookeeper(connect: str, create_chroot: bool) -> Iterator[KafkaZkClient]:
-    if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
-        logging.getLogger("kazoo").setLevel(logging.ERROR)  # our one-line error says the same
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="No chroot path exists")
-            zk = KafkaZkClient(
-                connect, connection_timeout_ms=int(CONNECT_TIMEOUT_S * 1000), create_chroot=create_chroot
-            )
-    except ValueError as e:
-        raise CliError(f"bad zookeeper.connect {connect!r}: {e}") from None
-    except ZkConnectionError as e:
-        raise CliError(str(e)) from None
-    try:
-        if zk.exists("/") is None:
-            raise CliError(f"no such ZooKeeper chroot in zookeeper.connect={connect}")
-        yield zk
-    except ZkError as e:
-        raise CliError(str(e)) from None
-    finally:
-        zk.close()
 
 
 def _add(args: argparse.Namespace, connect: str) -> int:

@@ -138,9 +138,18 @@ def _up_command(directory: Path) -> str:
 
 
 @contextmanager
-def open_zookeeper(connect: str, timeout_s: float = ZOOKEEPER_TIMEOUT_S) -> Iterator[KafkaZkClient]:
-    """A ZooKeeper session for an admin command; the chroot must already exist (a tool never creates
-    one: a typo would otherwise look like an empty cluster)."""
+def open_zookeeper(
+    connect: str,
+    timeout_s: float = ZOOKEEPER_TIMEOUT_S,
+    *,
+    flag: str = "--zookeeper",
+    create_chroot: bool = False,
+    cluster_znode: str | None = "/brokers",
+) -> Iterator[KafkaZkClient]:
+    """A ZooKeeper session for an admin command. The chroot must already exist unless
+    `create_chroot` (a tool never creates one by accident: a typo would otherwise look like an
+    empty cluster), and hold `cluster_znode` when one is named; `flag` names the connect string in
+    errors as the user gave it."""
     from zkafka.zk.client import KafkaZkClient
     from zkafka.zk.errors import ZkConnectionError, ZkError
 
@@ -148,14 +157,19 @@ def open_zookeeper(connect: str, timeout_s: float = ZOOKEEPER_TIMEOUT_S) -> Iter
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="No chroot path exists")
-            zk = KafkaZkClient(connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False)
+            zk = KafkaZkClient(
+                connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=create_chroot
+            )
     except ValueError as e:
-        raise CliError(f"bad --zookeeper {connect!r}: {e}") from None
+        raise CliError(f"bad {flag} {connect!r}: {e}") from None
     except ZkConnectionError as e:
         raise CliError(str(e)) from None
     try:
-        if zk.exists("/brokers") is None:
-            raise CliError(f"no Kafka cluster at {connect} (no /brokers znode; wrong chroot?)")
+        if cluster_znode is None:
+            if zk.exists("/") is None:
+                raise CliError(f"no such ZooKeeper chroot in {flag}={connect}")
+        elif zk.exists(cluster_znode) is None:
+            raise CliError(f"no Kafka cluster at {connect} (no {cluster_znode} znode; wrong chroot?)")
         yield zk
     except ZkError as e:
         raise CliError(str(e)) from None

@@ -148,6 +148,18 @@ def _then(result: Any, fix: Callable[[Any], None]) -> Any:
     return result
 
 
+def _serve_the_rest(
+    ctx: RequestContext, request: Any, handler: Handler, anything_left: bool, fix: Callable[[Any], None]
+) -> Any:
+    """The handler serves what the principal may do (unless nothing is left: then an empty
+    response of the request's version), and `fix` adds the refused items to its answer."""
+    if not anything_left:
+        response = _response(ctx)
+        fix(response)
+        return response
+    return _then(handler(ctx, request), fix)
+
+
 def _response(ctx: RequestContext, **fields: Any) -> Any:
     """The API's response with `fields` set and every other field at its default."""
     cls = message_class(ctx.header.api_key, "response")
@@ -403,11 +415,7 @@ def _per_name(
         def fix(response: Any) -> None:
             getattr(response, resp_key).extend(cls(**{item_key: n, "error_code": code}) for n in denied)
 
-        if not getattr(request, req_key):
-            response = _response(ctx)
-            fix(response)
-            return response
-        return _then(handler(ctx, request), fix)
+        return _serve_the_rest(ctx, request, handler, bool(getattr(request, req_key)), fix)
 
     return guard
 
@@ -428,41 +436,29 @@ def _list_groups(ctx: RequestContext, request: Any, handler: Handler) -> Any:
 def _create_topics(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     if authorize(ctx, Op.CREATE, RT.CLUSTER, audit=False):
         return handler(ctx, request)
-    allowed = authorized_names(ctx, Op.CREATE, RT.TOPIC, (t.name for t in request.topics))
-    request.topics, denied = _split(request.topics, allowed, "name")
-    if not denied:
-        return handler(ctx, request)
-    cls = _nested(ctx, "CreatableTopicResult")
-
-    def fix(response: Any) -> None:
-        response.topics.extend(
-            cls(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.") for t in denied
-        )
-
-    if not request.topics:
-        response = _response(ctx)
-        fix(response)
-        return response
-    return _then(handler(ctx, request), fix)
+    return _per_topic_name(ctx, request, handler, Op.CREATE, "topics", "CreatableTopicResult")
 
 
 def _create_partitions(ctx: RequestContext, request: Any, handler: Handler) -> Any:
-    allowed = authorized_names(ctx, Op.ALTER, RT.TOPIC, (t.name for t in request.topics))
+    return _per_topic_name(ctx, request, handler, Op.ALTER, "results", "CreatePartitionsTopicResult")
+
+
+def _per_topic_name(
+    ctx: RequestContext, request: Any, handler: Handler, operation: AclOperation, resp_key: str, item: str
+) -> Any:
+    """`operation` on each topic of `request.topics`; the refused ones answered in `resp_key`."""
+    allowed = authorized_names(ctx, operation, RT.TOPIC, (t.name for t in request.topics))
     request.topics, denied = _split(request.topics, allowed, "name")
     if not denied:
         return handler(ctx, request)
-    cls = _nested(ctx, "CreatePartitionsTopicResult")
+    cls = _nested(ctx, item)
 
     def fix(response: Any) -> None:
-        response.results.extend(
+        getattr(response, resp_key).extend(
             cls(name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed.") for t in denied
         )
 
-    if not request.topics:
-        response = _response(ctx)
-        fix(response)
-        return response
-    return _then(handler(ctx, request), fix)
+    return _serve_the_rest(ctx, request, handler, bool(request.topics), fix)
 
 
 _TOPIC_RESOURCE, _BROKER_RESOURCE = 2, 4
@@ -499,11 +495,7 @@ def _configs(operation: AclOperation, resp_key: str, item: str) -> Guard:
                 for r, code in denied
             )
 
-        if not request.resources:
-            response = _response(ctx)
-            fix(response)
-            return response
-        return _then(handler(ctx, request), fix)
+        return _serve_the_rest(ctx, request, handler, bool(request.resources), fix)
 
     return guard
 
