@@ -3,5 +3,6 @@ compatible with ZooKeeper-mode Kafka's znodes and config keys (docs/security.md)
 
 Every decision here is pure (the authorizer decides from an immutable ACL snapshot, the SASL
 mechanisms are bytes-in/bytes-out state machines); the ZooKeeper half (ACL cache, credential store)
-reads and writes through `zkafka.zk`. Nothing here is wired into the broker's network layer yet.
+reads and writes through `zkafka.zk`. The broker uses them in `zkafka.server.security` (listeners,
+SASL) and `zkafka.server.authorization` (every API's check); the client in `zkafka.client.security`.
 """
