@@ -406,3 +406,66 @@ def test_zkafka_client_library_over_tls_and_sasl(secure: SecureCluster, kind: st
             return got
 
     assert asyncio.run(scenario()) == [b"v0", b"v1", b"v2"]
+
+
+def test_scram_credentials_made_with_zkafka_configs_log_in(secure: SecureCluster) -> None:
+    """kafka-configs' way: `configs --zookeeper --entity-type users --add-config SCRAM-...=[...]`
+    writes the credential a SCRAM client then logs in with; --describe shows mechanisms and
+    iterations only; --delete-config removes it, and the login fails."""
+    import subprocess
+    import sys
+
+    from confluent_kafka.admin import AdminClient
+
+    def configs(*args: str) -> subprocess.CompletedProcess[str]:
+        base = [
+            sys.executable,
+            "-m",
+            "zkafka.cli.main",
+            "configs",
+            "--zookeeper",
+            secure.cluster.zookeeper_connect,
+        ]
+        return subprocess.run(
+            [*base, "--entity-type", "users", "--entity-name", "dora", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def logs_in() -> bool:
+        conf = {
+            "bootstrap.servers": f"127.0.0.1:{secure.sasl_ssl}",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "dora",
+            "sasl.password": "dora-pw",
+            "ssl.ca.location": str(secure.ca_path),
+        }
+        try:
+            AdminClient(conf).list_topics(timeout=10)
+        except ck.KafkaException:
+            return False
+        return True
+
+    added = configs("--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=dora-pw]")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout == "Completed updating config for user dora.\n"
+    described = configs("--describe")
+    assert (
+        described.stdout
+        == "SCRAM credential configs for user-principal 'dora' are SCRAM-SHA-256=iterations=8192\n"
+    )
+    assert "dora-pw" not in described.stdout + secure.log_text
+    deadline = time.monotonic() + 20  # the brokers pick the credential up from /config/changes
+    while not logs_in():
+        assert time.monotonic() < deadline, "the new SCRAM credential never worked"
+        time.sleep(0.5)
+    assert configs("--alter", "--delete-config", "SCRAM-SHA-256").returncode == 0
+    deadline = time.monotonic() + 20
+    while logs_in():
+        assert time.monotonic() < deadline, "the deleted SCRAM credential still works"
+        time.sleep(0.5)
+    refused = configs("--alter", "--add-config", "producer_byte_rate=1024")
+    assert refused.returncode == 1 and "Invalid config(s): producer_byte_rate" in refused.stderr

@@ -19,11 +19,19 @@ and the output is the same: kafka-configs' lines,
       retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}
 
 --describe prints only the overrides unless --all is given (then every config, with the chain of
-sources it was resolved through). `--entity-type` is `topics` or `brokers`: a broker's configs (by
-id) or the cluster-wide default (--entity-default) are described and altered through the brokers,
-which store them in `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker configs,
-KIP-226: only the keys Kafka can change at run time); Kafka's clients, users and ips have no configs
-a zkafka broker applies, so they are not offered.
+sources it was resolved through). `--entity-type` is `topics`, `brokers` or `users`: a broker's
+configs (by id) or the cluster-wide default (--entity-default) are described and altered through the
+brokers, which store them in `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker
+configs, KIP-226: only the keys Kafka can change at run time). A user's SCRAM credentials are
+written to `/config/users/<user>` with --zookeeper, as Kafka's kafka-configs does:
+
+    zkafka configs --zookeeper Z --entity-type users --entity-name alice --alter \
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-pw],SCRAM-SHA-512=[password=alice-pw]'
+    zkafka configs --zookeeper Z --entity-type users --entity-name alice --alter --delete-config SCRAM-SHA-512
+    zkafka configs --zookeeper Z --entity-type users --entity-name alice --describe
+
+(only the mechanisms and iterations are shown: the salted keys are password-equivalent offline).
+Kafka's client quotas and ips are not offered until the brokers apply them.
 """
 
 from __future__ import annotations
@@ -40,18 +48,29 @@ from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
+from zkafka.security.scram import (
+    DEFAULT_ITERATIONS,
+    ScramCredentialError,
+    delete_credential,
+    describe_credentials,
+    upsert_credential,
+)
+from zkafka.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from zkafka.zk.model import ConfigType
 
 if TYPE_CHECKING:
     from zkafka.cli.topics import TopicAdmin
+    from zkafka.zk.client import KafkaZkClient
 
 # kafka-configs splits --add-config on commas that are not inside [...], so a list value can be
 # given as key=[a,b]; the same lookahead as Kafka's ConfigCommand
 _TOP_LEVEL_COMMA = re.compile(r",(?=[^\]]*(?:\[|$))")
 ONLY_TOPICS = "only topics are supported"
 TOPICS, BROKERS = ConfigType.TOPIC.value, ConfigType.BROKER.value
-ENTITY_TYPES = (TOPICS, BROKERS)
-"""The entity types zkafka applies configs of (Kafka's clients, users and ips are not offered)."""
+USERS = ConfigType.USER.value
+ENTITY_TYPES = (TOPICS, BROKERS, USERS)
+"""The entity types zkafka applies configs of (users: SCRAM credentials; Kafka's clients and ips are
+not offered)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,10 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--entity-type",
         required=True,
         choices=ENTITY_TYPES,
-        help="topics, or brokers (through the brokers)",
+        help="topics, brokers (through the brokers) or users (SCRAM credentials, with --zookeeper)",
     )
     entity = p.add_mutually_exclusive_group()
-    entity.add_argument("--entity-name", metavar="NAME", help="topic name or broker id")
+    entity.add_argument("--entity-name", metavar="NAME", help="topic name, broker id or user name")
     entity.add_argument("--entity-default", action="store_true", help="the cluster-wide broker default")
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--alter", action="store_true", help="add or delete configs of the entity")
@@ -87,6 +106,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
     action = _alter if args.alter else _describe
+    if args.entity_type == USERS:
+        with open_zookeeper(args.zookeeper) as zk:
+            return (_alter_user if args.alter else _describe_user)(zk, args)
     if args.zookeeper is not None:
         from zkafka.cli.topics_zk import ZkTopicAdmin
 
@@ -116,6 +138,15 @@ def _check_entity(args: argparse.Namespace) -> None:
             raise CliError("topics have no --entity-default; give --entity-name")
         if args.alter and not args.entity_name:
             raise CliError("--alter of topics needs --entity-name")
+        return
+    if args.entity_type == USERS:
+        if args.zookeeper is None:
+            raise CliError(
+                "users' SCRAM credentials need --zookeeper (the brokers do not serve "
+                "Describe/AlterUserScramCredentials yet)"
+            )
+        if args.entity_default or not args.entity_name:
+            raise CliError("SCRAM credentials are per user: give --entity-name")
         return
     if args.zookeeper is not None:
         raise CliError(f"{ONLY_TOPICS} with --zookeeper (use --bootstrap-server for brokers)")
@@ -222,3 +253,54 @@ def config_line(entry: ConfigEntry) -> str:
 
 def _text(value: str | None) -> str:
     return "null" if value is None else value  # as Java prints a missing (or sensitive) value
+
+
+# -- users: SCRAM credentials in ZooKeeper ------------------------------------------------------------
+
+
+def parse_scram_config(mechanism: str, text: str) -> tuple[str, int]:
+    """`iterations=8192,password=secret` (the brackets already dropped) -> (password, iterations)."""
+    fields: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() not in ("iterations", "password"):
+            raise CliError(f"bad {mechanism} value: expected [iterations=N,]password=P")
+        fields[key.strip()] = value
+    if not fields.get("password"):
+        raise CliError(f"{mechanism} needs password=...")
+    try:
+        iterations = int(fields.get("iterations", DEFAULT_ITERATIONS))
+    except ValueError:
+        raise CliError(f"{mechanism} iterations must be a whole number") from None
+    return fields["password"], iterations
+
+
+def _alter_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
+    added, deleted = _changes(args)
+    unknown = sorted((set(added) | set(deleted)) - set(SCRAM_MECHANISMS))
+    if unknown:
+        raise CliError(
+            f"Invalid config(s): {','.join(unknown)} "
+            f"(users take {' and '.join(SCRAM_MECHANISMS)} credentials)"
+        )
+    try:
+        for mechanism, value in added.items():
+            password, iterations = parse_scram_config(mechanism, value)
+            upsert_credential(zk, args.entity_name, mechanism, password, iterations)
+        missing = [m for m in deleted if not delete_credential(zk, args.entity_name, m)]
+    except ScramCredentialError as e:
+        raise CliError(str(e)) from None
+    if missing:
+        raise CliError(f"Invalid config(s): {','.join(missing)} (user {args.entity_name} has none)")
+    print(f"Completed updating config for user {args.entity_name}.")
+    return 0
+
+
+def _describe_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
+    try:
+        found = describe_credentials(zk, args.entity_name)
+    except ScramCredentialError as e:
+        raise CliError(str(e)) from None
+    listed = ",".join(f"{m}=iterations={n}" for m, n in sorted(found.items()))
+    print(f"SCRAM credential configs for user-principal '{args.entity_name}' are {listed}")
+    return 0
