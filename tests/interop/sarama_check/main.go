@@ -122,14 +122,23 @@ func main() {
 		report("admin.create_topic", err, "")
 		err = admin.CreateTopic(*topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false)
 		report("admin.create_topic_again_fails", expectErr(err, sarama.ErrTopicAlreadyExists), "")
-		topics, err := admin.ListTopics()
+		// CreateTopics answers once the controller has elected the leaders; the other brokers learn
+		// of the topic from UpdateMetadata a moment later (as in Kafka), and ListTopics may ask any
+		// of them: look again for a while, as an application would.
+		var topics map[string]sarama.TopicDetail
 		detail := ""
-		if err == nil {
-			d, ok := topics[*topic]
-			if !ok || d.NumPartitions != 3 {
-				err = fmt.Errorf("listed %v", topics)
-			} else {
-				detail = fmt.Sprintf("partitions=%d rf=%d", d.NumPartitions, d.ReplicationFactor)
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			topics, err = admin.ListTopics()
+			if err == nil {
+				d, ok := topics[*topic]
+				if !ok || d.NumPartitions != 3 {
+					err = fmt.Errorf("listed %v", topics)
+				} else {
+					detail = fmt.Sprintf("partitions=%d rf=%d", d.NumPartitions, d.ReplicationFactor)
+				}
+			}
+			if err == nil || time.Now().After(deadline) {
+				break
 			}
 		}
 		report("admin.list_topics", err, detail)
