@@ -4,9 +4,9 @@ Start-up (reference zk-layout §6): connect to ZooKeeper (creating the chroot) a
 top-level paths (`zookeeper.py`), read or create `/cluster/id` and the broker id
 (`registration.py`), open the logs, recovering an unclean shutdown (`log_maintenance.py`), bind the
 listeners (`listeners.py`), register `/brokers/ids/<id>` (its czxid is our broker epoch), follow
-`/config/changes` (`topic_configs.py`), then start the controller module, which campaigns for
-`/controller`, and the periodic tasks (`scheduler.py`). Clients are served from the moment the
-controller's first UpdateMetadata arrives.
+`/config/changes` (`topic_configs.py`, `dynamic_config.py`, `client_quotas.py`), then start the
+controller module, which campaigns for `/controller`, and the periodic tasks (`scheduler.py`).
+Clients are served from the moment the controller's first UpdateMetadata arrives.
 
 Shutdown (SIGTERM): controlled shutdown (`controlled_shutdown.py`), stop accepting, stop the
 controller module, the group coordinator, the replica fetchers and the background tasks, close
@@ -26,10 +26,12 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.quotas.cache import QuotaConfigCache
 from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
+from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dynamic_config import DynamicBrokerConfig
@@ -111,6 +113,8 @@ class Broker:
             cfg, broker_id, zk, logs, self.listeners.connection_quotas, self.scheduler.spawn
         )
         await dynamic.reload()
+        quotas = ClientQuotas(cfg, zk, QuotaConfigCache(zk.client), self.scheduler.spawn)
+        await quotas.load()
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -128,6 +132,7 @@ class Broker:
             ),
             authorizer=authorizer,
             dynamic=dynamic,
+            quotas=quotas,
         )
         scram = None
         if needs_scram(cfg):
@@ -140,9 +145,11 @@ class Broker:
         config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
         zk.listen(config_changes.queue, config_changes.on_notification)
         zk.listen(dynamic.queue, dynamic.on_notification)
+        zk.listen(quotas.queue, quotas.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)
         self.scheduler.run("isr", isr.run())
+        self.scheduler.every(EXPIRY_INTERVAL_S, "quota-expiry", quotas.expire_idle, blocking=False)
         self.listeners.schedule_sweep(self.scheduler)
 
     # -- shutdown ---------------------------------------------------------------------------------
