@@ -88,7 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="authorizer properties; zookeeper.connect=HOST:PORT[/chroot] is required",
     )
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker (through the ACL APIs)")
+    where.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT", help="a broker (through the ACL APIs)"
+    )
     where.add_argument("--command-config", metavar="FILE", help="client config for --bootstrap-server")
     where.add_argument(
         "--authorizer", default=ACCEPTED_AUTHORIZERS[0], help="authorizer class (Kafka's names)"
@@ -336,6 +338,8 @@ def _acls(
         connect, CONNECT_TIMEOUT_S, flag="zookeeper.connect", create_chroot=create_chroot, cluster_znode=None
     ) as zk:
         yield _ZkAcls(zk)
+
+
 
 
 def _add(args: argparse.Namespace, connect: str) -> int:

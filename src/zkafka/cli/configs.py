@@ -121,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
         if args.describe and args.entity_name and args.zookeeper is not None and quota_entity[1] is None:
             with open_zookeeper(args.zookeeper) as zk:
                 _describe_user(zk, args)  # a user's SCRAM mechanisms, then its quotas
-        return run_quotas(args, quota_entity)
+        if args.alter:
+            return run_quotas(args, quota_entity, *_changes(args))
+        return run_quotas(args, quota_entity, {}, [])
     _check_args(args)
     action = _alter if args.alter else _describe
     if args.entity_type == USERS:

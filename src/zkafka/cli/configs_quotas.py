@@ -33,13 +33,10 @@ from zkafka.zk.model import ConfigType
 __all__ = ["run_quotas"]
 
 
-def run_quotas(args: argparse.Namespace, entity: EntityKey) -> int:
-    from zkafka.cli.configs import parse_add_config, parse_delete_config
-
+def run_quotas(args: argparse.Namespace, entity: EntityKey, added: dict[str, str], removed: list[str]) -> int:
+    """`added`/`removed`: the parsed --add-config / --delete-config (empty with --describe)."""
     if args.all:
         raise CliError("--all is not valid for client quotas")
-    added = parse_add_config(args.add_config) if args.alter else {}
-    removed = parse_delete_config(args.delete_config) if args.alter else []
     if args.zookeeper is not None:
         with open_zookeeper(args.zookeeper) as zk:
             try:

@@ -43,6 +43,7 @@ from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.registration import BrokerRegistration
 from zkafka.server.replica_fetcher import FollowerContext, ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.replication_throttles import ReplicationThrottles
 from zkafka.server.scheduler import Scheduler
 from zkafka.server.security import build_listener_security, needs_scram
 from zkafka.server.services import BrokerServices
@@ -90,8 +91,10 @@ class Broker:
         self.log_manager = logs = await open_logs(cfg, identity, zk)
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         metadata = MetadataCache()
+        throttles = ReplicationThrottles(broker_id, cfg)
+        await throttles.load(zk)
         self.fetchers = replicas.followers = ReplicaFetcherManager(
-            FollowerContext(broker_id, cfg, metadata, replicas)
+            FollowerContext(broker_id, cfg, metadata, replicas, throttles.follower)
         )
         self.group_coordinator = groups = CoordinatorService(broker_id, cfg, replicas, metadata, logs, zk)
         groups.start()
@@ -110,7 +113,13 @@ class Broker:
             zk.keep_until_close(acls.attach(zk.watcher, zk.executor))
             authorizer = build_authorizer(cfg, acls)
         dynamic = DynamicBrokerConfig(
-            cfg, broker_id, zk, logs, self.listeners.connection_quotas, self.scheduler.spawn
+            cfg,
+            broker_id,
+            zk,
+            logs,
+            self.listeners.connection_quotas,
+            self.scheduler.spawn,
+            throttles.reconfigure,
         )
         await dynamic.reload()
         quotas = ClientQuotas(cfg, zk, QuotaConfigCache(zk.client), self.scheduler.spawn)
@@ -133,6 +142,7 @@ class Broker:
             authorizer=authorizer,
             dynamic=dynamic,
             quotas=quotas,
+            leader_throttle=throttles.leader,
         )
         scram = None
         if needs_scram(cfg):
@@ -142,7 +152,7 @@ class Broker:
         handlers = guard_handlers(HANDLERS, authorizer)
         await self.listeners.start(self.services, handlers, security)
         await identity.register(self.listeners.bound_ports)
-        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
+        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram, throttles.update_topic)
         zk.listen(config_changes.queue, config_changes.on_notification)
         zk.listen(dynamic.queue, dynamic.on_notification)
         zk.listen(quotas.queue, quotas.on_notification)

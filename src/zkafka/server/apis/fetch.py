@@ -26,6 +26,7 @@ from zkafka.protocol.messages import FetchRequest, FetchResponse
 from zkafka.records.legacy import down_convert
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
+from zkafka.server.partition import Partition
 from zkafka.server.replica_manager import low_watermark_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
 from zkafka.storage.log import Log
@@ -122,12 +123,31 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
             end = _visible_end(part, is_follower)
+            if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
+                continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
             if p.fetch_offset < end:
                 try:
                     total += part.log.read(p.fetch_offset, p.partition_max_bytes, max_offset=end).size
                 except OffsetOutOfRangeError:
                     return 1 << 30
     return total
+
+
+def _replication_throttled(ctx: RequestContext, tp: TopicPartition) -> bool:
+    throttle = ctx.services.leader_throttle
+    return throttle is not None and throttle.active and throttle.is_throttled(tp.topic, tp.partition)
+
+
+def _held_back(ctx: RequestContext, part: Partition, replica_id: int, now_ms: int) -> bool:
+    """Kafka's shouldLeaderThrottle: a throttled partition, a replica out of the ISR, over the rate."""
+    throttle = ctx.services.leader_throttle
+    return (
+        throttle is not None
+        and throttle.active
+        and throttle.is_throttled(part.tp.topic, part.tp.partition)
+        and replica_id not in part.isr
+        and throttle.is_exceeded(now_ms)
+    )
 
 
 def _read(
@@ -173,6 +193,9 @@ def _read(
                     )
                 if p.fetch_offset >= end or budget <= 0:
                     continue
+                throttled = is_follower and _replication_throttled(ctx, tp)
+                if throttled and _held_back(ctx, part, request.replica_id, now):
+                    continue  # KIP-73: a throttled replica out of the ISR gets no data while over the rate
                 chunk = log_.read(
                     p.fetch_offset,
                     min(p.partition_max_bytes, budget),
@@ -187,6 +210,8 @@ def _read(
                         out.records = _down_converted(log_, records, legacy_magic)
                     result.size += chunk.size
                     budget -= chunk.size
+                    if throttled:
+                        ctx.services.leader_throttle.record(chunk.size, now)  # type: ignore[union-attr]
             except KafkaError as e:
                 out.error_code = e.code
                 result.errors = True
