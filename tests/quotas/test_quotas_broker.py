@@ -13,6 +13,7 @@ first burst may reach what the bound allows over the windows (Kafka's Rate), so 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -26,10 +27,12 @@ from confluent_kafka import Consumer, Producer
 from kazoo.client import KazooClient
 
 from zkafka.client.admin import QuotaFilter
+from zkafka.client.connection import BrokerConnection
 from zkafka.client.sync import SyncAdminClient
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.protocol.messages import MetadataRequest
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.polling import wait_for
 
@@ -295,3 +298,26 @@ def test_a_malformed_quota_znode_is_logged_and_the_broker_serves_on(
     create_topic(cluster, topic)
     acked, throttles = produce_for(cluster, topic, client_id, 1.0)
     assert acked and not throttles.events  # served, and bound by nothing
+
+
+def test_request_percentage_throttles_request_time(cluster: LocalCluster) -> None:
+    """`request_percentage` counts handler time: a client allowed 0.001 % of the broker is throttled
+    after a few requests, learns it from `throttle_time_ms`, and is muted rather than disconnected."""
+    client_id = unique("busy")
+    set_client_quota(cluster, client_id, "request_percentage=0.001")
+
+    async def ask() -> tuple[list[int], bool]:
+        port = cluster.brokers[1].port
+        conn = await BrokerConnection.open("127.0.0.1", port, client_id=client_id)
+        try:
+            throttles = []
+            for _ in range(8):
+                resp = await conn.send(MetadataRequest(topics=None), timeout=30)
+                throttles.append(resp.throttle_time_ms)
+            return throttles, conn.is_closed
+        finally:
+            conn.close()
+
+    throttles, closed = asyncio.run(ask())
+    assert max(throttles) > 0 and not closed
+    assert max(throttles) <= 1000  # Kafka caps request-time throttles at one window

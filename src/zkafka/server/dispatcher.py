@@ -148,7 +148,7 @@ def _request_quota(quotas: ClientQuotas, ctx: RequestContext, busy_ns: int, resp
     throttle = quotas.request(ctx.principal, ctx.header.client_id, busy_ns)
     if throttle <= 0:
         return
-    if response is None:  # no response (acks=0): the throttle is the mute alone
+    if response is None or not hasattr(response, "throttle_time_ms"):  # nothing to tell: mute only
         ctx.connection.throttle(throttle)
     elif throttle > getattr(response, "throttle_time_ms", throttle):
         response.throttle_time_ms = throttle
