@@ -31,7 +31,9 @@ written to `/config/users/<user>` with --zookeeper, as Kafka's kafka-configs doe
     zkafka configs --zookeeper Z --entity-type users --entity-name alice --describe
 
 (only the mechanisms and iterations are shown: the salted keys are password-equivalent offline).
-Kafka's client quotas and ips are not offered until the brokers apply them.
+Client quotas (`--entity-type clients`, `users` with quota keys or `--entity-default`, or users
+then clients) are `configs_quotas.py`'s, over --zookeeper and --bootstrap-server alike. Kafka's ips
+are not offered.
 """
 
 from __future__ import annotations
