@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if quota_entity is not None:
         if args.describe and args.entity_name and args.zookeeper is not None and quota_entity[1] is None:
             with open_zookeeper(args.zookeeper) as zk:
-                _describe_user(zk, args)  # a user's SCRAM mechanisms, then its quotas
+                _describe_user(zk, args)  # a user's SCRAM mechanisms, then its quotas if it has any
+            args.skip_empty = True
         if args.alter:
             return run_quotas(args, quota_entity, *_changes(args))
         return run_quotas(args, quota_entity, {}, [])

@@ -43,7 +43,7 @@ def run_quotas(args: argparse.Namespace, entity: EntityKey, added: dict[str, str
                 if args.alter:
                     alter_quotas(zk, entity, added, removed)
                 else:
-                    _describe_zk(zk, entity, args.entity_type_list)
+                    _describe_zk(zk, entity, args.entity_type_list, getattr(args, "skip_empty", False))
             except QuotaAlterError as e:
                 raise CliError(str(e)) from None
     else:
@@ -80,9 +80,11 @@ def _filter(entity: EntityKey, types: list[str]) -> list[QuotaFilter]:
     return out
 
 
-def _describe_zk(zk: KafkaZkClient, entity: EntityKey, types: list[str]) -> None:
+def _describe_zk(zk: KafkaZkClient, entity: EntityKey, types: list[str], skip_empty: bool) -> None:
     for found in _entities(zk, entity, types):
         values = ",".join(f"{k}={v}" for k, v in sorted(read_quotas(zk, found).items()))
+        if skip_empty and not values:
+            continue
         print(f"Configs for {describe_entity(found)} are {values}")
 
 
