@@ -116,3 +116,42 @@ def test_reassignment_under_throttle_completes_and_verify_removes_the_throttle(
     finally:
         zk.stop()
         zk.close()
+
+
+def test_throttle_through_the_brokers(cluster: LocalCluster, tmp_path: Path) -> None:
+    """`--bootstrap-server`: the same throttles written through IncrementalAlterConfigs, and cleared
+    by `--verify` once done."""
+    topic = f"throttled-b-{uuid.uuid4().hex[:8]}"
+    bootstrap = cluster.bootstrap_servers
+    created = cli(
+        "topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic, "--replica-assignment", "2"
+    )
+    assert created.returncode == 0, created.stderr
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1]}]})
+    )
+    args = ("reassign-partitions", "--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan))
+    executed = cli(*args, "--execute", "--throttle", str(RATE))
+    assert executed.returncode == 0, executed.stderr
+    zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
+    zk.start(timeout=15)
+    try:
+        topic_config = config(zk, f"/config/topics/{topic}")
+        assert topic_config["leader.replication.throttled.replicas"] == "0:2"
+        assert topic_config["follower.replication.throttled.replicas"] == "0:1"
+        assert config(zk, "/config/brokers/1")["follower.replication.throttled.rate"] == str(RATE)
+
+        def verified() -> bool:
+            out = cli(*args, "--verify")
+            return out.returncode == 0 and "Clearing topic-level throttles on topic " + topic in out.stdout
+
+        wait_for(verified, 120, "the reassignment to complete", interval=0.5)
+        assert config(zk, "/config/brokers/1") == {} and config(zk, "/config/brokers/2") == {}
+        assert not set(config(zk, f"/config/topics/{topic}")) & {
+            "leader.replication.throttled.replicas",
+            "follower.replication.throttled.replicas",
+        }
+    finally:
+        zk.stop()
+        zk.close()

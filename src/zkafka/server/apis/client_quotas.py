@@ -12,6 +12,7 @@ business (Cluster:DescribeConfigs and Cluster:AlterConfigs).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ from zkafka.quotas.cache import QuotaConfigCache
 from zkafka.quotas.entities import EntityKey
 from zkafka.quotas.types import KEYS
 from zkafka.server.dispatcher import RequestContext
+
+log = logging.getLogger(__name__)
 
 USER, CLIENT_ID = "user", "client-id"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
@@ -120,6 +123,13 @@ async def handle_alter(ctx: RequestContext, request: AlterClientQuotasRequest) -
                     await quotas.refresh(f"{config_type.value}/{name}")
         except QuotaAlterError as e:
             result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, str(e)
+        except Exception as e:  # ZooKeeper trouble: this entity fails, the request is answered
+            log.warning(
+                "AlterClientQuotas of %s failed: %s",
+                [(x.entity_type, x.entity_name) for x in entry.entity],
+                e,
+            )
+            result.error_code, result.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, str(e)
     return AResp(entries=out)
 
 
