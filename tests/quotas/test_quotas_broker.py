@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -321,3 +322,41 @@ def test_request_percentage_throttles_request_time(cluster: LocalCluster) -> Non
     throttles, closed = asyncio.run(ask())
     assert max(throttles) > 0 and not closed
     assert max(throttles) <= 1000  # Kafka caps request-time throttles at one window
+
+
+def test_kafka_python_consumer_is_throttled(cluster: LocalCluster, caplog: pytest.LogCaptureFixture) -> None:
+    """kafka-python honours KIP-219 itself (it pauses the connection and logs each throttle): it sees
+    the throttle times and reads at about its 1 MB/s."""
+    from kafka import KafkaConsumer
+
+    topic, client_id = unique("qkp"), unique("kp-consumer")
+    create_topic(cluster, topic)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})
+    for _ in range(1200):  # 12 MB: more than 9 s at 1 MB/s
+        while True:
+            try:
+                producer.produce(topic, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+    set_client_quota(cluster, client_id, "consumer_byte_rate=1048576")
+
+    caplog.set_level(logging.WARNING, logger="kafka")
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=cluster.bootstrap_servers, client_id=client_id, auto_offset_reset="earliest",
+        enable_auto_commit=False, consumer_timeout_ms=1000,
+    )  # fmt: skip
+    read: list[tuple[float, int]] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not read or time.monotonic() < read[0][0] + 2 + 6):
+            for records in consumer.poll(timeout_ms=200).values():
+                read.extend((time.monotonic(), len(r.value)) for r in records)
+    finally:
+        consumer.close()
+    started = read[0][0]
+    measured = rate(read, started + 2, started + 8)
+    print(f"kafka-python consumer at 1 MiB/s: {measured / MB:.2f} MiB/s")
+    assert 0.5 * MB <= measured <= 1.6 * MB
+    assert any("throttled by broker" in r.getMessage() for r in caplog.records)
