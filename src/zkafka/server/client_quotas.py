@@ -116,15 +116,6 @@ class ClientQuotas:
         limit = self.fetch_manager.max_value_in_window(client_entity(principal, client_id))
         return None if limit is None else max(1, int(limit))
 
-    def fetch_over(self, principal: str, client_id: str | None) -> bool:
-        """Already over its fetch quota: Kafka then answers with no data at all, only the throttle."""
-        who = client_entity(principal, client_id)
-        limit = self.cache.limit(QuotaType.FETCH, who)
-        if limit is None:
-            return False
-        rate = self.fetch_manager.rate(who, _now_ms())
-        return rate is not None and rate > limit.bound
-
     def fetch(self, principal: str, client_id: str | None, nbytes: int) -> int:
         return self.fetch_manager.record(client_entity(principal, client_id), nbytes, _now_ms())
 
