@@ -275,13 +275,13 @@ def test_broker_configs_through_the_brokers(cluster: LocalCluster, kazoo: KazooC
     )
     zk_brokers = ("--zookeeper", cluster.zookeeper_connect, "--entity-type", "brokers")
     assert "only topics are supported" in failed(configs(*zk_brokers, "--entity-name", "1", "--describe"))
-    # clients and ips are not offered: the usage of `configs` names what is
-    for kind in ("clients", "ips"):
+    # ips are not offered: the usage of `configs` names what is
+    for kind in ("ips",):
         refused = configs("--bootstrap-server", b, "--entity-type", kind, "--entity-name", "u", "--describe")
         assert refused.returncode == 2, refused
         usage = refused.stderr.decode()
         assert usage.startswith("usage: zkafka configs ")
-        assert "invalid choice: '" + kind + "' (choose from 'topics', 'brokers', 'users')" in usage
+        assert "invalid choice: '" + kind + "' (choose from 'topics', 'brokers', 'users', 'clients')" in usage
     # no dynamic broker configs: only the header without --all, the static ones with it
     out = ok(configs(*brokers, "--entity-name", "2", "--describe"))
     assert out == "Dynamic configs for broker 2 are:\n"

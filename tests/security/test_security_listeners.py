@@ -467,5 +467,10 @@ def test_scram_credentials_made_with_zkafka_configs_log_in(secure: SecureCluster
     while logs_in():
         assert time.monotonic() < deadline, "the deleted SCRAM credential still works"
         time.sleep(0.5)
-    refused = configs("--alter", "--add-config", "producer_byte_rate=1024")
-    assert refused.returncode == 1 and "Invalid config(s): producer_byte_rate" in refused.stderr
+    # a quota key on a user is a client quota now, kept beside the credentials; mixing is refused
+    refused = configs("--alter", "--add-config", "producer_byte_rate=1024,SCRAM-SHA-512=[password=x]")
+    assert refused.returncode == 1 and "separate commands" in refused.stderr
+    assert configs("--alter", "--add-config", "producer_byte_rate=1024").returncode == 0
+    assert configs("--describe").stdout.endswith(
+        "Configs for user-principal 'dora' are producer_byte_rate=1024\n"
+    )

@@ -31,7 +31,9 @@ written to `/config/users/<user>` with --zookeeper, as Kafka's kafka-configs doe
     zkafka configs --zookeeper Z --entity-type users --entity-name alice --describe
 
 (only the mechanisms and iterations are shown: the salted keys are password-equivalent offline).
-Kafka's client quotas and ips are not offered until the brokers apply them.
+Client quotas (`--entity-type clients`, `users` with quota keys or `--entity-default`, or users
+then clients) are `configs_quotas.py`'s, over --zookeeper and --bootstrap-server alike. Kafka's ips
+are not offered.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from zkafka.cli.configs_quotas import run_quotas
 from zkafka.cli.errors import CliError
 from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.cli.topics import client_errors
@@ -48,6 +51,9 @@ from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
+from zkafka.quotas import DEFAULT
+from zkafka.quotas.entities import EntityKey
+from zkafka.quotas.types import KEYS as QUOTA_KEYS
 from zkafka.security.scram import (
     DEFAULT_ITERATIONS,
     ScramCredentialError,
@@ -67,10 +73,10 @@ if TYPE_CHECKING:
 _TOP_LEVEL_COMMA = re.compile(r",(?=[^\]]*(?:\[|$))")
 ONLY_TOPICS = "only topics are supported"
 TOPICS, BROKERS = ConfigType.TOPIC.value, ConfigType.BROKER.value
-USERS = ConfigType.USER.value
-ENTITY_TYPES = (TOPICS, BROKERS, USERS)
-"""The entity types zkafka applies configs of (users: SCRAM credentials; Kafka's clients and ips are
-not offered)."""
+USERS, CLIENTS = ConfigType.USER.value, ConfigType.CLIENT.value
+ENTITY_TYPES = (TOPICS, BROKERS, USERS, CLIENTS)
+"""The entity types zkafka applies configs of (users: SCRAM credentials and quotas, clients: quotas;
+Kafka's ips are not offered)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,13 +88,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_target_args(p, zookeeper="the cluster's ZooKeeper")
     p.add_argument(
         "--entity-type",
+        action="append",
         required=True,
         choices=ENTITY_TYPES,
-        help="topics, brokers (through the brokers) or users (SCRAM credentials, with --zookeeper)",
+        help="topics, brokers (through the brokers), users (SCRAM credentials, quotas) or clients "
+        "(quotas); users then clients for a user's quotas with one client id",
     )
-    entity = p.add_mutually_exclusive_group()
-    entity.add_argument("--entity-name", metavar="NAME", help="topic name, broker id or user name")
-    entity.add_argument("--entity-default", action="store_true", help="the cluster-wide broker default")
+    # Both append to one list so that each name pairs with the --entity-type in the same position.
+    p.add_argument(
+        "--entity-name", action="append", dest="entities", metavar="NAME",
+        help="topic name, broker id, user name or client id",
+    )  # fmt: skip
+    p.add_argument(
+        "--entity-default", action="append_const", const=DEFAULT, dest="entities",
+        help="the cluster-wide broker default, or the default user / client id (quotas)",
+    )  # fmt: skip
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--alter", action="store_true", help="add or delete configs of the entity")
     actions.add_argument("--describe", action="store_true", help="print the entity's configs")
@@ -104,6 +118,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    quota_entity = _split_entities(args)
+    if quota_entity is not None:
+        if args.describe and args.entity_name and args.zookeeper is not None and quota_entity[1] is None:
+            with open_zookeeper(args.zookeeper) as zk:
+                _describe_user(zk, args)  # a user's SCRAM mechanisms, then its quotas if it has any
+            args.skip_empty = True
+        if args.alter:
+            return run_quotas(args, quota_entity, *_changes(args))
+        return run_quotas(args, quota_entity, {}, [])
     _check_args(args)
     action = _alter if args.alter else _describe
     if args.entity_type == USERS:
@@ -116,6 +139,37 @@ def run(args: argparse.Namespace) -> int:
             return action(ZkTopicAdmin(zk), args)
     with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
         return action(admin, args)
+
+
+def _split_entities(args: argparse.Namespace) -> EntityKey | None:
+    """Pair `--entity-type`s with their names; the quota entity when the command is about client
+    quotas (clients, users with quota keys or a default, users+clients), else None with
+    `entity_type`, `entity_name` and `entity_default` set for the single-entity commands."""
+    types: list[str] = args.entity_type
+    names: list[str] = args.entities or []
+    if len(names) > len(types):
+        raise CliError("each --entity-name / --entity-default needs an --entity-type before it")
+    args.entity_type, args.entity_type_list = types[0], types
+    first = names[0] if names else None
+    args.entity_name = None if first == DEFAULT else first
+    args.entity_default = first == DEFAULT
+    keys = set(parse_add_config(args.add_config)) | set(parse_delete_config(args.delete_config))
+    quota_keys = keys & set(QUOTA_KEYS)
+    if quota_keys and quota_keys != keys:
+        raise CliError("alter client quotas and SCRAM credentials in separate commands")
+    users_describe = types == [USERS] and bool(args.describe)
+    if not (CLIENTS in types or len(types) > 1 or quota_keys or users_describe):
+        return None
+    if types not in ([CLIENTS], [USERS], [USERS, CLIENTS]):
+        raise CliError("quotas are for --entity-type clients, users, or users then clients")
+    if not args.describe and len(names) != len(types):
+        raise CliError("give --entity-name or --entity-default for each --entity-type")
+    padded = names + [None] * (len(types) - len(names))  # type: ignore[list-item]
+    by_type = dict(zip(types, padded, strict=True))
+    return (
+        by_type.get(USERS) if USERS in types else None,
+        by_type.get(CLIENTS) if CLIENTS in types else None,
+    )
 
 
 def _check_args(args: argparse.Namespace) -> None:

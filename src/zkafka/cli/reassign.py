@@ -15,6 +15,10 @@ flags and JSON formats.
   controller has deleted the znode.
 * `--verify` reports each partition of the plan as completed, still in progress, or failed (replicas
   differ from the plan and nothing is moving) and exits 1 unless all are completed.
+* `--throttle B/S` (with `--execute`) limits replication of the moving replicas to B/S bytes/s as
+  Kafka does (KIP-73: `leader/follower.replication.throttled.rate` on the brokers taking part,
+  `leader/follower.replication.throttled.replicas` on the topics; `zkafka.admin.throttles`);
+  `--verify` removes them from every broker and the plan's topics once all is done.
 
 With `--bootstrap-server` (Kafka's way since 2.4, KIP-455) the plan goes to the controller through
 AlterPartitionReassignments and the progress comes from ListPartitionReassignments plus Metadata:
@@ -47,11 +51,12 @@ from zkafka.admin.reassignment import (
     partition_progress,
     propose_assignment,
 )
+from zkafka.admin.throttles import ConfigChanges, clear_throttles, set_throttles, zk_config_changes
 from zkafka.cli.errors import CliError
 from zkafka.cli.target import add_target_args, open_zookeeper
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import AdminOperationInProgressError
-from zkafka.zk.model import TopicPartition
+from zkafka.zk.model import ConfigType, TopicPartition
 
 __all__ = ["progress_from_brokers", "register", "run"]
 
@@ -106,6 +111,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="--execute with --bootstrap-server: start even though other reassignments are running",
     )
     p.add_argument(
+        "--throttle",
+        type=int,
+        default=-1,
+        metavar="B/S",
+        help="--execute: limit replication between the brokers taking part to B/S bytes/s while the "
+        "plan runs (--verify removes the limit once it has finished)",
+    )
+    p.add_argument(
         "--timeout", type=float, default=300.0, metavar="S", help="--wait: give up after S seconds (300)"
     )
     p.set_defaults(func=run)
@@ -133,6 +146,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError("--additional is only valid with --execute")
     if args.timeout <= 0:
         raise CliError("--timeout must be positive")
+    if args.throttle != -1 and (not args.execute or args.throttle <= 0):
+        raise CliError("--throttle is only valid with --execute, as a positive number of bytes/s")
     if args.bootstrap_server is None and (args.cancel or args.additional):
         raise CliError(f"--{'cancel' if args.cancel else 'additional'} needs --bootstrap-server")
     plan = parse_reassignment_plan(_read(args.reassignment_json_file))
@@ -140,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_via_brokers(args, plan)
     with open_zookeeper(args.zookeeper) as zk:
         if args.execute:
-            return _execute(zk, plan, wait=args.wait, timeout_s=args.timeout)
+            return _execute(zk, plan, wait=args.wait, timeout_s=args.timeout, throttle=args.throttle)
         return _verify(zk, plan)
 
 
@@ -228,14 +243,17 @@ def _print_rollback_plan(current: Plan) -> None:
     print("Save this to use as the --reassignment-json-file option during rollback")
 
 
-def _execute(zk: KafkaZkClient, plan: Plan, *, wait: bool, timeout_s: float) -> int:
+def _execute(zk: KafkaZkClient, plan: Plan, *, wait: bool, timeout_s: float, throttle: int = -1) -> int:
     assignments = zk.get_topic_assignments({tp.topic for tp in plan})
     _check_partitions_exist(plan, {t: a.partitions for t, a in assignments.items()})
     # Kafka's order: a running reassignment is reported before the plan's brokers are checked
     if zk.get_partition_reassignment() is not None:
         raise CliError(_in_progress_message())
     _check_brokers_exist(plan, set(zk.get_all_broker_ids()))
-    _print_rollback_plan({tp: tuple(assignments[tp.topic].replicas(tp.partition)) for tp in plan})
+    current = {tp: tuple(assignments[tp.topic].replicas(tp.partition)) for tp in plan}
+    _print_rollback_plan(current)
+    if throttle > 0:
+        _throttle(zk_config_changes(zk), current, plan, throttle)
     try:
         zk.create_partition_reassignment(plan)
     except AdminOperationInProgressError:
@@ -316,8 +334,27 @@ def _ids(ids: Sequence[int]) -> str:
     return ",".join(map(str, ids)) or "-"
 
 
+def _throttle(alter: ConfigChanges, current: Plan, plan: Plan, rate: int) -> None:
+    set_throttles(alter, current, plan, rate)
+    print("Warning: You must run --verify periodically, until the reassignment completes, to ensure "
+          "the throttle is removed.")  # fmt: skip
+    print(f"The inter-broker throttle limit was set to {rate} B/s")
+
+
+def _clear_throttles(alter: ConfigChanges, plan: Plan, brokers: Iterable[int]) -> None:
+    """What kafka-reassign-partitions --verify does once everything is done: no throttle stays."""
+    ids = sorted(brokers)
+    clear_throttles(alter, sorted({tp.topic for tp in plan}), ids)
+    print(f"Clearing broker-level throttles on brokers {','.join(map(str, ids))}")
+    for topic in sorted({tp.topic for tp in plan}):
+        print(f"Clearing topic-level throttles on topic {topic}")
+
+
 def _verify(zk: KafkaZkClient, plan: Plan) -> int:
-    return _report(partition_progress(zk, plan))
+    code = _report(partition_progress(zk, plan))
+    if code == 0 and zk.get_partition_reassignment() is None:
+        _clear_throttles(zk_config_changes(zk), plan, zk.get_all_broker_ids())
+    return code
 
 
 def _report(progress: Sequence[PartitionProgress]) -> int:
@@ -346,11 +383,29 @@ def _run_via_brokers(args: argparse.Namespace, plan: Plan) -> int:
     with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
         if args.execute:
             return _execute_via_brokers(
-                admin, plan, additional=args.additional, wait=args.wait, timeout_s=args.timeout
-            )
+                admin, plan, additional=args.additional, wait=args.wait, timeout_s=args.timeout,
+                throttle=args.throttle,
+            )  # fmt: skip
         if args.cancel:
             return _cancel_via_brokers(admin, plan)
-        return _report(progress_from_brokers(admin, plan))
+        code = _report(progress_from_brokers(admin, plan))
+        if code == 0 and not admin.list_partition_reassignments(list(plan)):
+            brokers = [b.node_id for b in admin.describe_cluster().brokers]
+            _clear_throttles(_admin_config_changes(admin), plan, brokers)
+        return code
+
+
+def _admin_config_changes(admin: Any) -> ConfigChanges:
+    """`ConfigChanges` through the brokers (IncrementalAlterConfigs)."""
+    from zkafka.client.admin import ConfigResource
+
+    def alter(config_type: ConfigType, name: str, changes: Mapping[str, str | None]) -> None:
+        resource = (
+            ConfigResource.topic(name) if config_type is ConfigType.TOPIC else ConfigResource.broker(name)
+        )
+        admin.alter_configs(resource, changes)
+
+    return alter
 
 
 def _failures(results: Mapping[Any, Any]) -> list[str]:
@@ -361,7 +416,9 @@ def _failures(results: Mapping[Any, Any]) -> list[str]:
     ]
 
 
-def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool, timeout_s: float) -> int:
+def _execute_via_brokers(
+    admin: Any, plan: Plan, *, additional: bool, wait: bool, timeout_s: float, throttle: int = -1
+) -> int:
     described = admin.describe_topics(None)
     _check_partitions_exist(plan, {t: d.partitions for t, d in described.items()})
     if admin.list_partition_reassignments() and not additional:
@@ -370,7 +427,10 @@ def _execute_via_brokers(admin: Any, plan: Plan, *, additional: bool, wait: bool
             "override this and create a new partition assignment in addition to the existing one."
         )
     _check_brokers_exist(plan, {b.node_id for b in admin.describe_cluster().brokers})
-    _print_rollback_plan({tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan})
+    current = {tp: tuple(described[tp.topic].partitions[tp.partition].replicas) for tp in plan}
+    _print_rollback_plan(current)
+    if throttle > 0:
+        _throttle(_admin_config_changes(admin), current, plan, throttle)
     targets = dict(zip(list(plan), plan.values(), strict=True))
     errors = _failures(admin.alter_partition_reassignments(targets))
     if errors:

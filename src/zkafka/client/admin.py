@@ -29,6 +29,8 @@ from zkafka.client.security import ClientSecurity
 from zkafka.client.types import OffsetAndTimestamp, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError, Message
 from zkafka.protocol.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
@@ -39,6 +41,8 @@ from zkafka.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     ElectLeadersRequest,
@@ -154,6 +158,22 @@ class ConfigEntry:
         if self.source == ConfigSource.UNKNOWN:  # DescribeConfigs v0 tells only "default or not"
             return not self.is_default and not self.read_only
         return self.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)
+
+
+QUOTA_DEFAULT = "<default>"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaFilter:
+    """One DescribeClientQuotas filter component: `entity_type` (`user` or `client-id`) and a name
+    to match exactly, `<default>` for the default entity, or None for any entity of the type."""
+
+    entity_type: str
+    name: str | None = None
+
+    @property
+    def match_type(self) -> int:
+        return 2 if self.name is None else 1 if self.name == QUOTA_DEFAULT else 0
 
 
 class ElectionType(IntEnum):
@@ -647,6 +667,62 @@ class AdminClient:
         assert isinstance(resp, AlterConfigsResponse)
         for r in resp.responses:
             _raise_error(r.error_code, r.error_message, f"{resource.type.name.lower()} {resource.name!r}")
+
+    # -- client quotas (KIP-546) -------------------------------------------------------------------
+    async def describe_client_quotas(
+        self, components: Sequence[QuotaFilter], *, strict: bool = False
+    ) -> list[tuple[tuple[str | None, str | None], dict[str, float]]]:
+        """The quotas of every entity the filter matches: ((user, client id), {key: bound}), where a
+        part is None when the entity does not name it and `<default>` for the default entity."""
+        request = DescribeClientQuotasRequest(
+            components=[
+                DescribeClientQuotasRequest.ComponentData(
+                    entity_type=c.entity_type,
+                    match_type=c.match_type,
+                    match=None if c.match_type != 0 else c.name,
+                )
+                for c in components
+            ],
+            strict=strict,
+        )
+        resp = await self.cluster.send_any(request)
+        assert isinstance(resp, DescribeClientQuotasResponse)
+        _raise_error(resp.error_code, resp.error_message, "client quotas")
+        out = []
+        for entry in resp.entries or ():
+            parts = {
+                e.entity_type: QUOTA_DEFAULT if e.entity_name is None else e.entity_name for e in entry.entity
+            }
+            out.append(((parts.get("user"), parts.get("client-id")), {v.key: v.value for v in entry.values}))
+        return out
+
+    async def alter_client_quotas(
+        self,
+        entity: tuple[str | None, str | None],
+        changes: Mapping[str, float | None],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Set (a bound) or remove (None) quotas of one (user, client id) entity (`<default>` for a
+        default part, None for a part it does not name); the entity's error raises."""
+        parts = [
+            AlterClientQuotasRequest.EntityData(
+                entity_type=kind, entity_name=None if name == QUOTA_DEFAULT else name
+            )
+            for kind, name in (("user", entity[0]), ("client-id", entity[1]))
+            if name is not None
+        ]
+        ops = [
+            AlterClientQuotasRequest.OpData(key=k, value=0.0 if v is None else float(v), remove=v is None)
+            for k, v in changes.items()
+        ]
+        request = AlterClientQuotasRequest(
+            entries=[AlterClientQuotasRequest.EntryData(entity=parts, ops=ops)], validate_only=validate_only
+        )
+        resp = await self.cluster.send_any(request)
+        assert isinstance(resp, AlterClientQuotasResponse)
+        for r in resp.entries:
+            _raise_error(r.error_code, r.error_message, "client quota entity")
 
     async def _send_to(self, target: int | None, request: Message) -> Message:
         if target is None:

@@ -112,6 +112,8 @@ class SyncAdminClient(_SyncClient):
     elect_leaders = _blocking(AdminClient.elect_leaders)
     alter_partition_reassignments = _blocking(AdminClient.alter_partition_reassignments)
     list_partition_reassignments = _blocking(AdminClient.list_partition_reassignments)
+    describe_client_quotas = _blocking(AdminClient.describe_client_quotas)
+    alter_client_quotas = _blocking(AdminClient.alter_client_quotas)
 
 
 class SyncProducer(_SyncClient):

@@ -472,6 +472,18 @@ class BrokerConfig:
                                  "sample windows a client quota is measured over", at_least(1))
     quota_window_size_seconds: int = _key("quota.window.size.seconds", INT, 1,
                                           "length of one client quota sample window", at_least(1))
+    leader_replication_throttled_rate: int = _key("leader.replication.throttled.rate", LONG, 2**63 - 1,
+                                                  "bytes/s a leader serves to the throttled replicas of "
+                                                  "leader.replication.throttled.replicas", at_least(1))
+    follower_replication_throttled_rate: int = _key("follower.replication.throttled.rate", LONG, 2**63 - 1,
+                                                    "bytes/s a follower fetches for the throttled replicas "
+                                                    "of follower.replication.throttled.replicas", at_least(1))
+    replication_quota_window_num: int = _key("replication.quota.window.num", INT, 11,
+                                             "sample windows a replication throttle is measured over",
+                                             at_least(1))
+    replication_quota_window_size_seconds: int = _key("replication.quota.window.size.seconds", INT, 1,
+                                                      "length of one replication throttle sample window",
+                                                      at_least(1))
     metrics_listener: str | None = _key("metrics.listener", STRING, None,
                                         "http://host:port serving Prometheus /metrics (port 0: any free "
                                         "port); unset = no metrics endpoint", _METRICS_LISTENER_CHECK)

@@ -81,6 +81,9 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_ACLS: (0, 1),
     ApiKey.CREATE_ACLS: (0, 1),
     ApiKey.DELETE_ACLS: (0, 1),
+    # Client quotas (KIP-546), flexible from v1.
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 

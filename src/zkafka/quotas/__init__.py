@@ -4,22 +4,17 @@ Kafka's sample windows, answered with KIP-219 throttle times. Depends on config 
 
 Modules: `types` (the quota keys and valid values), `entities` (precedence: who is bound by what),
 `cache` (`QuotaConfigCache`: the bounds from ZooKeeper and `/config/changes`), `rate` (Kafka's
-sampled Rate), `manager` (`QuotaManager`, `RequestQuotaManager`: record -> throttle ms; no I/O).
-Not wired into the request path yet. Where each piece is meant to be called from:
-* broker startup: `QuotaConfigCache(zk).load()` on the ZooKeeper executor; the broker's one
-  `/config/changes` handler (after the request-context split: `TopicConfigChanges.on_notification`
-  in server/topic_configs.py) passes `clients/...` and `users/...` entity paths to
-  `cache.on_config_change`, run as a ZooKeeper job (it reads ZooKeeper);
-* the managers reach handlers as fields of `server.services.BrokerServices`;
-* one `QuotaManager` each for PRODUCE and FETCH and a `RequestQuotaManager`, with
-  `QuotaWindows.from_config(config)` and `cache.limit` as the limit source;
-* produce handler: `record(ClientEntity(principal name, client id), request bytes, now_ms)`;
-  fetch handler: size the response to `max_value_in_window`, then `record(..., response bytes, ...)`;
-  every request (not inter-broker ones, as Kafka exempts them): `record_request_time` with the
-  handler time; the response's `throttle_time_ms` is the largest of the throttles, and the network
-  layer stops reading from that connection for that long (KIP-219) after sending it;
-* metrics: the managers' `throttle_time_ms` / `throttled` dicts as registry callbacks;
-* a periodic task: `expire_idle(now_ms)`.
+sampled Rate), `manager` (`QuotaManager`, `RequestQuotaManager`: record -> throttle ms; no I/O),
+`admin` (altering and describing quota znodes as Kafka's AdminZkClient does: `zkafka configs
+--zookeeper` and the brokers' AlterClientQuotas/DescribeClientQuotas), `replication` (KIP-73's
+`ReplicationQuota` and the throttled-replica lists).
+
+Wired into the broker by `zkafka.server.client_quotas` (`ClientQuotas`: the cache loaded at start and
+refreshed on `/config/changes`, one manager per quota type, reached by handlers as
+`BrokerServices.quotas`; Produce and client Fetch record bytes, the dispatcher records handler time;
+responses carry `throttle_time_ms` and `KafkaConnection.throttle` mutes the connection) and by
+`zkafka.server.replication_throttles` (the leader side in the Fetch handler, the follower side in
+the replica fetchers). The metrics side reads `ClientQuotas.throttle_totals()`.
 `controller_mutation_rate` is parsed and resolved, but Kafka measures it with a token bucket
 (KIP-599) rather than this Rate; its manager belongs with CreateTopics/CreatePartitions/DeleteTopics.
 """

@@ -88,6 +88,12 @@ class QuotaConfigCache:
     # -- loading (ZooKeeper threads, blocking) -----------------------------------------------------------
     def load(self) -> None:
         """Read every quota entity."""
+        found = self.read_all()
+        self._publish(found)
+        log.info("client quotas loaded: %d entities with quotas", len(found))
+
+    def read_all(self) -> Bounds:
+        """Every quota entity as ZooKeeper holds it now (DescribeClientQuotas), without publishing."""
         clients = self.zk.get_all_entities(ConfigType.CLIENT)
         users = self.zk.get_all_entities(ConfigType.USER)
         found: Bounds = {}
@@ -98,8 +104,7 @@ class QuotaConfigCache:
         ):
             with self._lock:
                 found.update(self._read(entity_type, names))
-        self._publish(found)
-        log.info("client quotas loaded: %d entities with quotas", len(found))
+        return found
 
     def refresh(self, entity_type: str, znode_name: str) -> None:
         """Re-read one entity (a `/config/changes` entity path split at its first '/')."""

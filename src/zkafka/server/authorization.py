@@ -184,6 +184,24 @@ def _cluster_guard(operation: AclOperation, **error_fields: Any) -> Guard:
     return guard
 
 
+def _alter_client_quotas(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """AlterClientQuotas: Cluster:AlterConfigs; denied, every entity is answered with the error."""
+    if authorize(ctx, Op.ALTER_CONFIGS, RT.CLUSTER):
+        return handler(ctx, request)
+    entry, entity = _nested(ctx, "EntryData"), _nested(ctx, "EntityData")
+    return _response(
+        ctx,
+        entries=[
+            entry(
+                error_code=CLUSTER_DENIED,
+                error_message="Authorization failed.",
+                entity=[entity(entity_type=e.entity_type, entity_name=e.entity_name) for e in item.entity],
+            )
+            for item in request.entries
+        ],
+    )
+
+
 def _group_guard(operation: AclOperation) -> Guard:
     """Group member APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): Group:<operation>."""
 
@@ -657,6 +675,8 @@ GUARDS: dict[int, Guard] = {
     ApiKey.DESCRIBE_ACLS: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),
     ApiKey.CREATE_ACLS: _create_acls,
     ApiKey.DELETE_ACLS: _delete_acls,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _cluster_guard(Op.DESCRIBE_CONFIGS, error_message="Authorization failed."),
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
 }
 """api key -> its check. ApiVersions, SaslHandshake and SaslAuthenticate need none; an API in the
 table with no guard here is refused to everyone but super users (fail closed)."""

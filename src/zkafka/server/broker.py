@@ -4,9 +4,9 @@ Start-up (reference zk-layout §6): connect to ZooKeeper (creating the chroot) a
 top-level paths (`zookeeper.py`), read or create `/cluster/id` and the broker id
 (`registration.py`), open the logs, recovering an unclean shutdown (`log_maintenance.py`), bind the
 listeners (`listeners.py`), register `/brokers/ids/<id>` (its czxid is our broker epoch), follow
-`/config/changes` (`topic_configs.py`), then start the controller module, which campaigns for
-`/controller`, and the periodic tasks (`scheduler.py`). Clients are served from the moment the
-controller's first UpdateMetadata arrives.
+`/config/changes` (`topic_configs.py`, `dynamic_config.py`, `client_quotas.py`), then start the
+controller module, which campaigns for `/controller`, and the periodic tasks (`scheduler.py`).
+Clients are served from the moment the controller's first UpdateMetadata arrives.
 
 Shutdown (SIGTERM): controlled shutdown (`controlled_shutdown.py`), stop accepting, stop the
 controller module, the group coordinator, the replica fetchers and the background tasks, close
@@ -26,10 +26,12 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
+from zkafka.quotas.cache import QuotaConfigCache
 from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
+from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dynamic_config import DynamicBrokerConfig
@@ -41,6 +43,7 @@ from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.registration import BrokerRegistration
 from zkafka.server.replica_fetcher import FollowerContext, ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.replication_throttles import ReplicationThrottles
 from zkafka.server.scheduler import Scheduler
 from zkafka.server.security import build_listener_security, needs_scram
 from zkafka.server.services import BrokerServices
@@ -88,8 +91,10 @@ class Broker:
         self.log_manager = logs = await open_logs(cfg, identity, zk)
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         metadata = MetadataCache()
+        throttles = ReplicationThrottles(broker_id, cfg)
+        await throttles.load(zk)
         self.fetchers = replicas.followers = ReplicaFetcherManager(
-            FollowerContext(broker_id, cfg, metadata, replicas)
+            FollowerContext(broker_id, cfg, metadata, replicas, throttles.follower)
         )
         self.group_coordinator = groups = CoordinatorService(broker_id, cfg, replicas, metadata, logs, zk)
         groups.start()
@@ -108,9 +113,17 @@ class Broker:
             zk.keep_until_close(acls.attach(zk.watcher, zk.executor))
             authorizer = build_authorizer(cfg, acls)
         dynamic = DynamicBrokerConfig(
-            cfg, broker_id, zk, logs, self.listeners.connection_quotas, self.scheduler.spawn
+            cfg,
+            broker_id,
+            zk,
+            logs,
+            self.listeners.connection_quotas,
+            self.scheduler.spawn,
+            throttles.reconfigure,
         )
         await dynamic.reload()
+        quotas = ClientQuotas(cfg, zk, QuotaConfigCache(zk.client), self.scheduler.spawn)
+        await quotas.load()
         self.services = BrokerServices(
             identity=identity,
             config=cfg,
@@ -128,6 +141,8 @@ class Broker:
             ),
             authorizer=authorizer,
             dynamic=dynamic,
+            quotas=quotas,
+            leader_throttle=throttles.leader,
         )
         scram = None
         if needs_scram(cfg):
@@ -137,12 +152,14 @@ class Broker:
         handlers = guard_handlers(HANDLERS, authorizer)
         await self.listeners.start(self.services, handlers, security)
         await identity.register(self.listeners.bound_ports)
-        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram)
+        config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram, throttles.update_topic)
         zk.listen(config_changes.queue, config_changes.on_notification)
         zk.listen(dynamic.queue, dynamic.on_notification)
+        zk.listen(quotas.queue, quotas.on_notification)
         await controller.start()
         schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)
         self.scheduler.run("isr", isr.run())
+        self.scheduler.every(EXPIRY_INTERVAL_S, "quota-expiry", quotas.expire_idle, blocking=False)
         self.listeners.schedule_sweep(self.scheduler)
 
     # -- shutdown ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import asyncio
 import inspect
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from zkafka.protocol import (
     encode_response_parts,
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
+from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
@@ -111,12 +113,45 @@ class Dispatcher:
             if refused is not None:
                 raise ConnectionFatalError(refused)
         ctx = RequestContext(header, conn, self.listener, self.services, conn.principal)
+        quotas = self.services.quotas
+        if quotas is None or not quotas.enabled() or _exempt(header.api_key, request):
+            result = handler(ctx, request)
+            if result is NO_RESPONSE:
+                return NO_RESPONSE
+            if inspect.isawaitable(result):
+                return _finish(header, result, conn)
+            return _encode(header, result, conn)
+        started = time.perf_counter_ns()
         result = handler(ctx, request)
         if result is NO_RESPONSE:
+            _request_quota(quotas, ctx, time.perf_counter_ns() - started, None)
             return NO_RESPONSE
         if inspect.isawaitable(result):
-            return _finish(header, result)
-        return _encode(header, result)
+            # The handler's own work is what ran until it started waiting (long-poll, acks=all):
+            # Kafka's request quota counts handler-thread time, never time parked in purgatory.
+            busy = time.perf_counter_ns() - started
+            return _finish(header, result, conn, lambda r: _request_quota(quotas, ctx, busy, r))
+        _request_quota(quotas, ctx, time.perf_counter_ns() - started, result)
+        return _encode(header, result, conn)
+
+
+def _exempt(api_key: int, request: Any) -> bool:
+    """Kafka's request quota leaves out cluster actions and replica fetches."""
+    return api_key in REQUEST_QUOTA_EXEMPT or (
+        api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0
+    )
+
+
+def _request_quota(quotas: ClientQuotas, ctx: RequestContext, busy_ns: int, response: Any) -> None:
+    """Record the handler time against `request_percentage`; the response then carries the larger
+    of that throttle and a byte-rate one its handler set (Kafka's max of the quotas)."""
+    throttle = quotas.request(ctx.principal, ctx.header.client_id, busy_ns)
+    if throttle <= 0:
+        return
+    if response is None or not hasattr(response, "throttle_time_ms"):  # nothing to tell: mute only
+        ctx.connection.throttle(throttle)
+    elif throttle > getattr(response, "throttle_time_ms", throttle):
+        response.throttle_time_ms = throttle
 
 
 def raw_sasl_token(frame: bytes, conn: KafkaConnection) -> list[bytes | bytearray | memoryview]:
@@ -137,7 +172,12 @@ def authenticated(conn: KafkaConnection) -> None:
     conn.set_max_request_bytes(conn.sasl.security.max_request_bytes)
 
 
-def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> asyncio.Future[Any]:
+def _finish(
+    header: RequestHeader,
+    pending: Awaitable[Message | _NoResponse],
+    conn: KafkaConnection,
+    before_encode: Callable[[Any], None] | None = None,
+) -> asyncio.Future[Any]:
     """The encoded response of a handler that returned an awaitable, as a future.
 
     The handler's coroutine is the task itself, not awaited inside a wrapper coroutine: when the
@@ -158,7 +198,9 @@ def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) ->
         else:
             response = t.result()
             try:
-                out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response))
+                if before_encode is not None:
+                    before_encode(None if response is NO_RESPONSE else response)
+                out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response, conn))
             except Exception as e:  # an unencodable response: the network layer logs and closes
                 out.set_exception(e)
 
@@ -171,7 +213,12 @@ def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) ->
     return out
 
 
-def _encode(header: RequestHeader, response: Any) -> list[bytes | bytearray | memoryview]:
+def _encode(
+    header: RequestHeader, response: Any, conn: KafkaConnection
+) -> list[bytes | bytearray | memoryview]:
+    throttle = getattr(response, "throttle_time_ms", 0)
+    if throttle > 0:  # KIP-219: the client learns the throttle, and the broker reads nothing more meanwhile
+        conn.throttle(throttle)
     parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, response)
     out: list[bytes | bytearray | memoryview] = []
     for part in parts:

@@ -8,6 +8,8 @@ applies at run time:
 - the `log.*` topic defaults (retention, segment size and age, cleanup policy, max.message.bytes,
   compression, ...): every log without a topic override takes the new default, and the topics
   with overrides are rebuilt on top of it;
+- `leader.replication.throttled.rate` and `follower.replication.throttled.rate`: the replication
+  throttles (`replication_throttles.py`);
 - `max.connections`, `max.connections.per.ip`, `max.connections.per.ip.overrides` and
   `max.connection.creation.rate`: the connection quotas of every listener.
 
@@ -60,6 +62,8 @@ _KAFKA_DYNAMIC = {
     # DynamicThreadPool
     "num.io.threads", "num.network.threads", "num.replica.fetchers",
     "num.recovery.threads.per.data.dir", "background.threads",
+    # DynamicReplicationConfig (replication throttles, KIP-73)
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     # DynamicConnectionQuota
     "max.connections", "max.connection.creation.rate", "max.connections.per.ip",
     "max.connections.per.ip.overrides",
@@ -125,7 +129,9 @@ class DynamicBrokerConfig:
         logs: LogDefaults,
         connections: ConnectionLimits | None,
         spawn: Callable[[Coroutine[Any, Any, None]], None],
+        on_reconfigure: Callable[[BrokerConfig], None] | None = None,
     ) -> None:
+        self._on_reconfigure = on_reconfigure  # the replication throttles' rates
         self.static = static
         self.broker_id = broker_id
         self._zk = zk
@@ -204,6 +210,8 @@ class DynamicBrokerConfig:
         return out
 
     async def _apply(self, old: BrokerConfig, new: BrokerConfig) -> None:
+        if self._on_reconfigure is not None:
+            self._on_reconfigure(new)
         if self._connections is not None and any(
             getattr(old, BROKER_CONFIG_KEYS[k].attr) != getattr(new, BROKER_CONFIG_KEYS[k].attr)
             for k in CONNECTION_KEYS

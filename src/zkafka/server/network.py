@@ -35,6 +35,9 @@ expected input, not bugs: no traceback, and one line per kind of reason a minute
 (`RateLimitedLog`) with a count of the rest, so a flood of hostile frames is a few lines. A
 handler that fails in any other way is a bug: its traceback is logged, once per place a minute.
 
+Client quotas (KIP-219): `throttle(ms)` stops reading from a connection for that long after a
+throttled response; frames it had already sent wait too. Nothing is closed for exceeding a quota.
+
 Flow control: when too many requests of one connection are in flight (`queued.max.requests`)
 or the transport's write buffer is above its high-water mark, we stop reading from that socket
 until the backlog drains, so a fast producer cannot make the broker buffer without bound.
@@ -159,6 +162,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_reading_paused",
         "_reserved",
         "_start",
+        "_throttle_timer",
+        "_throttled",
         "_writing_paused",
         "ip",
         "last_active",
@@ -204,6 +209,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._pool_muted = False  # queued in the pool for the next frame's size (_pool_wanted)
         self._pool_wanted = 0
+        self._throttled = False  # muted for a client quota (KIP-219) until _throttle_timer fires
+        self._throttle_timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._closing = False  # answer what is in flight, then close (SASL failures)
         self._counted = False
@@ -247,6 +254,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 slot.cancel()
         self._inflight.clear()
         self._frame = None
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._throttle_timer = None
         if self._pool is not None:
             self._pool.forget(self._resume)
             if released:
@@ -312,9 +322,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _parse(self) -> None:
         """Dispatch every complete frame in the read buffer; start reading a large one into its own
-        buffer. Stops (muted) when the memory pool cannot hold the next frame."""
+        buffer. Stops (muted) when the memory pool cannot hold the next frame, and while a client quota
+        throttles the connection (pipelined frames already read wait out the throttle too)."""
         buf, pos, end = self._buffer, self._start, self._end
-        while end - pos >= 4 and not self._closed:
+        while end - pos >= 4 and not self._closed and not self._throttled:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self._max_request_bytes:
                 self.abort(
@@ -445,13 +456,43 @@ class KafkaConnection(asyncio.BufferedProtocol):
         transport = self.transport
         if transport is None or self._closed:
             return
-        should_pause = self._writing_paused or self._pool_muted or len(self._inflight) >= self._max_inflight
+        should_pause = (
+            self._writing_paused
+            or self._pool_muted
+            or self._throttled
+            or len(self._inflight) >= self._max_inflight
+        )
         if should_pause and not self._reading_paused:
             self._reading_paused = True
             transport.pause_reading()
         elif not should_pause and self._reading_paused:
             self._reading_paused = False
             transport.resume_reading()
+
+    def throttle(self, ms: int) -> None:
+        """A client quota was exceeded (KIP-219): read nothing more from this connection for `ms`
+        (from now, when its throttled response is handed to the transport), then carry on. The
+        client is never disconnected for it; a longer throttle replaces a shorter running one."""
+        if ms <= 0 or self._closed or self.transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000
+        timer = self._throttle_timer
+        if timer is not None:
+            if timer.when() >= until:
+                return
+            timer.cancel()
+        self._throttled = True
+        self._throttle_timer = loop.call_at(until, self._unthrottle)
+        self._update_reading()
+
+    def _unthrottle(self) -> None:
+        self._throttle_timer = None
+        self._throttled = False
+        if self._closed:
+            return
+        self._parse()  # frames that arrived with the throttled one wait no longer
+        self._update_reading()
 
     def set_max_request_bytes(self, size: int, key: str = "socket.request.max.bytes") -> None:
         """The largest frame accepted from now on, and the config key that says so (SASL: small
@@ -464,14 +505,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         way after a failed SASL authentication."""
         if not self._closing and not self._closed:
             self._closing = True
-            limited.log(logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s",
-                        self.peer, reason)
+            limited.log(
+                logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s", self.peer, reason
+            )
 
     @property
     def waiting_on_broker(self) -> bool:
         """A request in flight, or muted on request memory: the broker owes the next move, so the
         connection is not idle (connections.max.idle.ms)."""
-        return bool(self._inflight) or self._pool_muted
+        return bool(self._inflight) or self._pool_muted or self._throttled
 
     def abort(self, reason: str, *, level: int = logging.WARNING) -> None:
         """Close this connection at once (bad input, a quota); the broker keeps serving everyone

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from zkafka.protocol.messages import (
     ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
 )
+from zkafka.quotas.replication import ReplicationQuota
 from zkafka.records.batch import CorruptRecordError, iter_headers, validate_batches
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.replica_manager import FollowerHooks, ReplicaManager
@@ -50,6 +52,8 @@ class FollowerContext:
     config: BrokerConfig
     metadata: MetadataCache
     replicas: ReplicaManager
+    throttle: ReplicationQuota | None = None
+    """The follower side of the replication throttles (`follower.replication.throttled.*`)."""
 
 
 @dataclass(slots=True)
@@ -187,9 +191,17 @@ class ReplicaFetcher:
     async def _fetch_once(self, conn: BrokerConnection) -> None:
         cfg = self.local.config
         by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        throttle = self.local.throttle
+        now_ms = time.monotonic_ns() // 1_000_000
+        over = throttle is not None and throttle.active and throttle.is_exceeded(now_ms)
+        held_back = False
         for tp in list(self.partitions):
             p = self._partition(tp)
             if p is None:
+                continue
+            # KIP-73: a throttled replica that is not in the ISR waits while the rate is over
+            if over and _throttled(throttle, tp) and self.local.broker_id not in p.isr:
+                held_back = True
                 continue
             by_topic.setdefault(tp.topic, []).append(
                 FetchRequest.FetchPartition(
@@ -201,6 +213,8 @@ class ReplicaFetcher:
                 )
             )
         if not by_topic:
+            if held_back:  # everything is throttled: wait, as Kafka's fetcher backs off
+                await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
             return
         req = FetchRequest(
             replica_id=self.local.broker_id,
@@ -219,6 +233,8 @@ class ReplicaFetcher:
                 tp = TopicPartition(t.topic, r.partition_index)
                 p = self._partition(tp)
                 if p is not None:
+                    if _throttled(throttle, tp):
+                        throttle.record(len(r.records or b""), time.monotonic_ns() // 1_000_000)
                     await self._handle(conn, p, r)
 
     async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> None:
@@ -297,6 +313,10 @@ class ReplicaFetcher:
         if r.error_code != ErrorCode.NONE:
             raise ConnectionError(f"ListOffsets for {p.tp}: error {r.error_code}")
         return r.offset
+
+
+def _throttled(throttle: ReplicationQuota | None, tp: TopicPartition) -> bool:
+    return throttle is not None and throttle.active and throttle.is_throttled(tp.topic, tp.partition)
 
 
 class ReplicaFetcherManager(FollowerHooks):

@@ -19,7 +19,9 @@ from typing import Protocol
 from zkafka.config import BrokerConfig
 from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
+from zkafka.quotas.replication import ReplicationQuota
 from zkafka.security.authorizer import AclAuthorizer
+from zkafka.server.client_quotas import ClientQuotas
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
@@ -130,3 +132,9 @@ class BrokerServices:
     (`zkafka.server.authorization` is where requests are checked)."""
     dynamic: DynamicConfigs | None = None
     """Dynamic broker configs; None where a test builds services without them."""
+    quotas: ClientQuotas | None = None
+    """Client quotas (`zkafka.server.client_quotas`): produce/fetch byte rates and request time,
+    each answering a KIP-219 throttle time; None where a test builds services without them."""
+    leader_throttle: ReplicationQuota | None = None
+    """The leader side of the replication throttles (`zkafka.server.replication_throttles`), which
+    replica fetches of throttled partitions are held to."""

@@ -10,7 +10,7 @@ and skipped, never fatal (the rest of the topic's overrides still apply).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from zkafka.security.scram import ScramCredentialCache
@@ -39,11 +39,11 @@ def topic_config(defaults: LogConfig, topic: str, overrides: dict[str, str]) -> 
 
 async def read_topic_configs(zk: ZooKeeper, defaults: LogConfig) -> dict[str, LogConfig]:
     """The config of every topic that has overrides."""
-    overrides = await zk.run(_all_topic_overrides)
+    overrides = await zk.run(all_topic_overrides)
     return {t: topic_config(defaults, t, o) for t, o in overrides.items()}
 
 
-def _all_topic_overrides(client: KafkaZkClient) -> dict[str, dict[str, str]]:
+def all_topic_overrides(client: KafkaZkClient) -> dict[str, dict[str, str]]:
     # Plural read: a config znode that does not decode is reported and ignored, never fatal.
     topics = client.get_all_entities(ConfigType.TOPIC)
     return {t: cfg for t, cfg in client.get_entity_configs(ConfigType.TOPIC, topics).items() if cfg}
@@ -61,11 +61,13 @@ class TopicConfigChanges:
         logs: TopicLogs,
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         scram: ScramCredentialCache | None = None,
+        on_overrides: Callable[[str, Mapping[str, str]], None] | None = None,
     ) -> None:
         self._zk = zk
         self._logs = logs
         self._spawn = spawn
         self._scram = scram
+        self._on_overrides = on_overrides  # the replication throttles' topic keys
 
     def on_notification(self, name: str, data: bytes) -> None:
         note = ConfigEntityChangeNotificationZNode.decode(data, f"{CONFIG_CHANGES.root}/{name}")
@@ -86,4 +88,6 @@ class TopicConfigChanges:
         defaults = self._logs.default_config
         config = topic_config(defaults, topic, overrides) if overrides else None
         self._logs.update_topic_config(topic, config)
+        if self._on_overrides is not None:
+            self._on_overrides(topic, overrides)
         log.info("applied config change of topic %s: %s", topic, overrides)

@@ -180,7 +180,8 @@ STORED_ONLY_TOPIC_CONFIGS: dict[str, str] = {
     "remote.log.delete.on.disable": "false",
 }
 """Topic configs Kafka 3.9 accepts that zkafka stores and reports (DescribeConfigs) but does not act
-on yet (message format pinned to v2, no tiered storage, replication throttles with the quotas
-issue): refusing them would break tools that set them by habit. Key -> Kafka's default."""
+on (message format pinned to v2, no tiered storage): refusing them would break tools that set them
+by habit. The two throttled-replicas keys are read by the broker's replication throttles
+(`zkafka.server.replication_throttles`), not by the log. Key -> Kafka's default."""
 
 assert {a for a, _ in TOPIC_CONFIG_KEYS.values()} == {f.name for f in fields(LogConfig)}

@@ -7,6 +7,10 @@
 from __future__ import annotations
 
 from zkafka.protocol.message import Message
+from zkafka.protocol.messages.alter_client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from zkafka.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -54,6 +58,10 @@ from zkafka.protocol.messages.delete_topics import (
 from zkafka.protocol.messages.describe_acls import (
     DescribeAclsRequest,
     DescribeAclsResponse,
+)
+from zkafka.protocol.messages.describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
 )
 from zkafka.protocol.messages.describe_cluster import (
     DescribeClusterRequest,
@@ -203,6 +211,8 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsRequest,
     46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
+    48: DescribeClientQuotasRequest,
+    49: AlterClientQuotasRequest,
     60: DescribeClusterRequest,
 }
 
@@ -245,12 +255,16 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsResponse,
     46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
+    48: DescribeClientQuotasResponse,
+    49: AlterClientQuotasResponse,
     60: DescribeClusterResponse,
 }
 
 __all__ = [
     "REQUEST_CLASSES",
     "RESPONSE_CLASSES",
+    "AlterClientQuotasRequest",
+    "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
@@ -275,6 +289,8 @@ __all__ = [
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
     "DescribeAclsResponse",
+    "DescribeClientQuotasRequest",
+    "DescribeClientQuotasResponse",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeConfigsRequest",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -20,6 +21,7 @@ from zkafka.protocol.schemas import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -89,6 +91,8 @@ _MODULES = (
     delete_acls,
     describe_log_dirs,
     describe_cluster,
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -9,6 +9,7 @@ from zkafka.protocol import ApiKey
 from zkafka.server.apis import (
     acls,
     api_versions,
+    client_quotas,
     cluster,
     config_changes,
     configs,
@@ -66,6 +67,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_ACLS: acls.handle_describe,
     ApiKey.CREATE_ACLS: acls.handle_create,
     ApiKey.DELETE_ACLS: acls.handle_delete,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe,
+    ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: config_changes.handle_incremental,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle,

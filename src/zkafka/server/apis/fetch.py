@@ -6,7 +6,9 @@ below the high watermark only, followers everything the leader has. KIP-74: the 
 the first non-empty partition is returned whole even when larger than the limits, so a consumer
 always makes progress. When less than `min_bytes` is available the request is parked
 (`zkafka.server.delayed`) until an append or a high-watermark move makes enough data visible, or
-`max_wait_ms` passes. Fetch sessions (v7+) are declined with session id 0 (KIP-227 allows it).
+`max_wait_ms` passes. A consumer with a `consumer_byte_rate` quota gets at most what its quota
+allows per measurement, and the KIP-219 throttle time (`zkafka.server.client_quotas`). Fetch
+sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
 or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
@@ -24,6 +26,7 @@ from zkafka.protocol.messages import FetchRequest, FetchResponse
 from zkafka.records.legacy import down_convert
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
+from zkafka.server.partition import Partition
 from zkafka.server.replica_manager import low_watermark_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
 from zkafka.storage.log import Log
@@ -47,13 +50,34 @@ class _Read:
 
 
 def handle(ctx: RequestContext, request: FetchRequest) -> Resp | Awaitable[Resp]:
-    first = _read(ctx, request)
+    quota_max = _quota_max_bytes(ctx, request)
+    first = _read(ctx, request, quota_max=quota_max)
     if first.size >= request.min_bytes or request.max_wait_ms <= 0 or first.errors or not first.partitions:
-        return first.response
-    return _long_poll(ctx, request, first)
+        return _throttled(ctx, first, quota_max)
+    return _long_poll(ctx, request, first, quota_max)
 
 
-async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -> Resp:
+def _quota_max_bytes(ctx: RequestContext, request: FetchRequest) -> int | None:
+    """A consumer's `consumer_byte_rate` bounds its response (Kafka's fetchMaxBytes: at most what
+    the quota allows over the measured windows); replica fetches are not client quotas' business."""
+    quotas = ctx.services.quotas
+    if request.replica_id >= 0 or quotas is None or not quotas.enabled():
+        return None
+    return quotas.fetch_limit(ctx.principal, ctx.header.client_id)
+
+
+def _throttled(ctx: RequestContext, read: _Read, quota_max: int | None) -> Resp:
+    """Record the response's bytes against the consumer's quota; the throttle goes in the response
+    (and mutes the connection when it is sent). The bytes read are sent, not withheld: the throttle
+    that follows brings the client's average back to its bound."""
+    if quota_max is not None:
+        quotas = ctx.services.quotas
+        assert quotas is not None
+        read.response.throttle_time_ms = quotas.fetch(ctx.principal, ctx.header.client_id, read.size)
+    return read.response
+
+
+async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
     def enough() -> bool:
         return _available(ctx, request) >= request.min_bytes
 
@@ -62,7 +86,7 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
-    return _read(ctx, request, record_follower=False).response
+    return _throttled(ctx, _read(ctx, request, record_follower=False, quota_max=quota_max), quota_max)
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -99,6 +123,8 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
             end = _visible_end(part, is_follower)
+            if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
+                continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
             if p.fetch_offset < end:
                 try:
                     total += part.log.read(p.fetch_offset, p.partition_max_bytes, max_offset=end).size
@@ -107,10 +133,31 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
     return total
 
 
-def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool = True) -> _Read:
+def _replication_throttled(ctx: RequestContext, tp: TopicPartition) -> bool:
+    throttle = ctx.services.leader_throttle
+    return throttle is not None and throttle.active and throttle.is_throttled(tp.topic, tp.partition)
+
+
+def _held_back(ctx: RequestContext, part: Partition, replica_id: int, now_ms: int) -> bool:
+    """Kafka's shouldLeaderThrottle: a throttled partition, a replica out of the ISR, over the rate."""
+    throttle = ctx.services.leader_throttle
+    return (
+        throttle is not None
+        and throttle.active
+        and throttle.is_throttled(part.tp.topic, part.tp.partition)
+        and replica_id not in part.isr
+        and throttle.is_exceeded(now_ms)
+    )
+
+
+def _read(
+    ctx: RequestContext, request: FetchRequest, *, record_follower: bool = True, quota_max: int | None = None
+) -> _Read:
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
     budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    if quota_max is not None:
+        budget = min(budget, quota_max)
     legacy_magic = _legacy_magic(ctx.api_version)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
@@ -146,6 +193,9 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     )
                 if p.fetch_offset >= end or budget <= 0:
                     continue
+                throttled = is_follower and _replication_throttled(ctx, tp)
+                if throttled and _held_back(ctx, part, request.replica_id, now):
+                    continue  # KIP-73: a throttled replica out of the ISR gets no data while over the rate
                 chunk = log_.read(
                     p.fetch_offset,
                     min(p.partition_max_bytes, budget),
@@ -160,6 +210,8 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                         out.records = _down_converted(log_, records, legacy_magic)
                     result.size += chunk.size
                     budget -= chunk.size
+                    if throttled:
+                        ctx.services.leader_throttle.record(chunk.size, now)  # type: ignore[union-attr]
             except KafkaError as e:
                 out.error_code = e.code
                 result.errors = True

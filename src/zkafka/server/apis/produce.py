@@ -7,7 +7,8 @@ topic's config demands it: a compacted topic refuses keyless records (Kafka's Lo
 be dropped by the cleaner later, a silent loss) with INVALID_RECORD and per-record `record_errors`
 (KIP-467). acks=0 gets no response,
 acks=1 is answered at once, acks=all (-1) waits (no polling) until the high watermark covers
-the appended offsets or `timeout_ms` passes.
+the appended offsets or `timeout_ms` passes. With a `producer_byte_rate` quota the request's bytes
+are recorded and the response carries the KIP-219 throttle time (`zkafka.server.client_quotas`).
 """
 
 from __future__ import annotations
@@ -79,11 +80,23 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
             except Exception:
                 log.exception("produce to %s failed", tp)
                 out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+    throttle = _produce_quota(ctx, request)
     if acks == 0:
+        ctx.connection.throttle(throttle)  # no response to carry it: the mute alone slows the client
         return NO_RESPONSE
     if not waiting:
-        return _response(results)
-    return _await_replication(ctx, results, waiting, request.timeout_ms)
+        return _response(results, throttle)
+    return _await_replication(ctx, results, waiting, request.timeout_ms, throttle)
+
+
+def _produce_quota(ctx: RequestContext, request: ProduceRequest) -> int:
+    """`producer_byte_rate`: the request's record bytes, recorded as Kafka does whatever the
+    partitions' outcome; the throttle time (0 without a quota)."""
+    quotas = ctx.services.quotas
+    if quotas is None or not quotas.enabled():
+        return 0
+    size = sum(len(p.records) for t in request.topic_data for p in t.partition_data if p.records is not None)
+    return quotas.produce(ctx.principal, ctx.header.client_id, size)
 
 
 def _append(
@@ -187,17 +200,19 @@ async def _await_replication(
     results: dict[TopicPartition, Resp.PartitionProduceResponse],
     waiting: dict[TopicPartition, tuple[int, int]],
     timeout_ms: int,
+    throttle_ms: int,
 ) -> Resp:
     errors = await ctx.services.replicas.wait_for_replication(waiting, timeout_ms / 1000)
     for tp, error in errors.items():
         results[tp].error_code = error
-    return _response(results)
+    return _response(results, throttle_ms)
 
 
-def _response(results: dict[TopicPartition, Resp.PartitionProduceResponse]) -> Resp:
+def _response(results: dict[TopicPartition, Resp.PartitionProduceResponse], throttle_ms: int = 0) -> Resp:
     by_topic: dict[str, list[Resp.PartitionProduceResponse]] = {}
     for tp, out in results.items():
         by_topic.setdefault(tp.topic, []).append(out)
     return Resp(
-        responses=[Resp.TopicProduceResponse(name=t, partition_responses=ps) for t, ps in by_topic.items()]
+        responses=[Resp.TopicProduceResponse(name=t, partition_responses=ps) for t, ps in by_topic.items()],
+        throttle_time_ms=throttle_ms,
     )
