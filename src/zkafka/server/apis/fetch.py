@@ -11,6 +11,11 @@ always makes progress. When less than `min_bytes` is available the request is pa
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
 or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
 Kafka does, unless the topic's `message.downconversion.enable` is false (UNSUPPORTED_VERSION).
+
+Fetch v13 names topics by id (KIP-516), resolved through the metadata cache: an id no live topic
+has answers its partitions with UNKNOWN_TOPIC_ID (the client refreshes its metadata), so a
+consumer of a topic deleted and re-created under the same name never reads the new topic's data
+as the old one's.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
+from zkafka.protocol.schemas.fetch import FIRST_TOPIC_ID_VERSION
 from zkafka.records.legacy import down_convert
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
@@ -84,6 +90,13 @@ def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
     return down_convert(records.materialize(), magic)
 
 
+def _topic_name(ctx: RequestContext, topic: FetchRequest.FetchTopic) -> str | None:
+    """The topic a request's entry names: by name below v13, by id from v13 (None: unknown id)."""
+    if ctx.api_version < FIRST_TOPIC_ID_VERSION:
+        return topic.topic
+    return ctx.services.metadata.topic_name(topic.topic_id)
+
+
 def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
     return partition.log.log_end_offset if is_follower else partition.high_watermark
 
@@ -94,8 +107,11 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
     is_follower = request.replica_id >= 0
     total = 0
     for t in request.topics:
+        name = _topic_name(ctx, t)
+        if name is None:
+            return 1 << 30  # answer now: UNKNOWN_TOPIC_ID
         for p in t.partitions:
-            part = replicas.get_partition(TopicPartition(t.topic, p.partition))
+            part = replicas.get_partition(TopicPartition(name, p.partition))
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
             end = _visible_end(part, is_follower)
@@ -117,11 +133,16 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
     topics = []
     for t in request.topics:
         parts = []
+        name = _topic_name(ctx, t)
         for p in t.partitions:
-            tp = TopicPartition(t.topic, p.partition)
             # librdkafka 2.0 rejects a null record set (size -1): Kafka always sends empty records
             out = Resp.PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
             parts.append(out)
+            if name is None:
+                out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result.errors = True
+                continue
+            tp = TopicPartition(name, p.partition)
             result.partitions.append(tp)
             try:
                 part = replicas.leader_partition(tp)
@@ -170,6 +191,6 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                 log.error("fetch from %s failed: %s", tp, e)
                 out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 result.errors = True
-        topics.append(Resp.FetchableTopicResponse(topic=t.topic, partitions=parts))
+        topics.append(Resp.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
     result.response.responses = topics
     return result
