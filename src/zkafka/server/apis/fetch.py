@@ -9,8 +9,11 @@ always makes progress. When less than `min_bytes` is available the request is pa
 `max_wait_ms` passes. Fetch sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
-or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
-Kafka does, unless the topic's `message.downconversion.enable` is false (UNSUPPORTED_VERSION).
+or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), unless the topic's
+`message.downconversion.enable` is false (UNSUPPORTED_VERSION). As KIP-283 has it, the stored
+batches are read and converted one at a time and conversion stops at the partition's byte limit,
+cutting only between whole messages (the first always whole): a large fetch is never read or
+converted at once. Converted records are counted per topic (`BrokerServices.conversions`).
 
 Fetch v13 names topics by id (KIP-516), resolved through the metadata cache: an id no live topic
 has answers its partitions with UNKNOWN_TOPIC_ID (the client refreshes its metadata), so a
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
 from zkafka.protocol.schemas.fetch import FIRST_TOPIC_ID_VERSION
-from zkafka.records.legacy import down_convert
+from zkafka.records.legacy import Converted, down_convert_within
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
 from zkafka.server.replica_manager import low_watermark_key
@@ -81,13 +84,17 @@ def _legacy_magic(api_version: int) -> int | None:
     return 0 if api_version <= 1 else 1
 
 
-def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
+def _down_converted(
+    ctx: RequestContext, tp: TopicPartition, log_: Log, records: FileRecords, magic: int, limit: int
+) -> Converted:
     if not log_.config.message_downconversion_enable:
         raise KafkaError(
             ErrorCode.UNSUPPORTED_VERSION,
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
-    return down_convert(records.materialize(), magic)
+    converted = down_convert_within(records.batches(), magic, limit)
+    ctx.services.conversions.count_fetch(tp.topic, converted.records)
+    return converted
 
 
 def _topic_name(ctx: RequestContext, topic: FetchRequest.FetchTopic) -> str | None:
@@ -167,20 +174,18 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     )
                 if p.fetch_offset >= end or budget <= 0:
                     continue
-                chunk = log_.read(
-                    p.fetch_offset,
-                    min(p.partition_max_bytes, budget),
-                    max_offset=end,
-                    min_one_batch=result.size == 0,
-                )
+                limit = min(p.partition_max_bytes, budget)
+                chunk = log_.read(p.fetch_offset, limit, max_offset=end, min_one_batch=result.size == 0)
                 if chunk.size:
                     records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    size = chunk.size
                     if legacy_magic is None:
                         out.records = records
                     else:
-                        out.records = _down_converted(log_, records, legacy_magic)
-                    result.size += chunk.size
-                    budget -= chunk.size
+                        converted = _down_converted(ctx, tp, log_, records, legacy_magic, limit)
+                        out.records, size = converted.chunks or b"", converted.size
+                    result.size += size
+                    budget -= size
             except KafkaError as e:
                 out.error_code = e.code
                 result.errors = True
