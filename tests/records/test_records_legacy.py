@@ -169,3 +169,11 @@ def test_a_compressed_batch_is_whole_or_left_out() -> None:
     assert first.records == 10 and len(first.chunks) == 1  # the first wrapper, whole
     two = down_convert_within(iter(stored), 1, first.size * 2 + 1)
     assert two.records == 20
+
+
+def test_records_below_the_fetch_offset_are_left_out_of_an_uncompressed_batch() -> None:
+    stored = _stored(1, 10, NONE)
+    converted = down_convert_within(iter(stored), 1, 1, first_offset=5)  # as kafka-go's ReadMessage
+    assert [m.offset for m in decode_message_set(b"".join(converted.chunks))] == [5]
+    wrapped = down_convert_within(iter(_stored(1, 10, GZIP)), 1, 1, first_offset=5)
+    assert wrapped.records == 10  # a wrapper cannot be split: the client skips what it did not ask for

@@ -260,12 +260,16 @@ class Converted:
     records: int = 0
 
 
-def down_convert_within(batches: Iterable[bytes | memoryview], magic: int, max_bytes: int) -> Converted:
+def down_convert_within(
+    batches: Iterable[bytes | memoryview], magic: int, max_bytes: int, first_offset: int = 0
+) -> Converted:
     """Convert stored RecordBatch v2 batches, taken one at a time from `batches` (read lazily by the
     caller), until the output would pass `max_bytes`: an uncompressed batch is cut between its
     messages, a compressed one (one wrapper) is kept whole or left out. The first message is always
     whole even above the limit, so an old client makes progress (as KIP-74 for v2 batches); old
-    clients cannot use part of a message, so none is ever sent."""
+    clients cannot use part of a message, so none is ever sent. Records of an uncompressed batch
+    below `first_offset` (the fetch offset) are left out, as Kafka does, so the limit is spent on
+    what the client asked for; a compressed wrapper keeps them (it cannot be split)."""
     out = Converted([])
     for batch in batches:
         remaining = max_bytes - out.size
@@ -275,6 +279,10 @@ def down_convert_within(batches: Iterable[bytes | memoryview], magic: int, max_b
             if header.is_control:
                 continue
             records = list(iter_records(batch, header))
+            if header.compression == NONE and records and records[0].offset < first_offset:
+                records = [r for r in records if r.offset >= first_offset]
+                if not records:
+                    continue
             append_time = bool(header.attributes & LOG_APPEND_TIME_MASK)
             chunk = encode_message_set(records, magic, codec=header.compression, log_append_time=append_time)
             count, full = len(records), len(chunk) > remaining

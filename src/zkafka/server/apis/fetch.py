@@ -85,14 +85,20 @@ def _legacy_magic(api_version: int) -> int | None:
 
 
 def _down_converted(
-    ctx: RequestContext, tp: TopicPartition, log_: Log, records: FileRecords, magic: int, limit: int
+    ctx: RequestContext,
+    tp: TopicPartition,
+    log_: Log,
+    records: FileRecords,
+    magic: int,
+    limit: int,
+    offset: int,
 ) -> Converted:
     if not log_.config.message_downconversion_enable:
         raise KafkaError(
             ErrorCode.UNSUPPORTED_VERSION,
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
-    converted = down_convert_within(records.batches(), magic, limit)
+    converted = down_convert_within(records.batches(), magic, limit, offset)
     ctx.services.conversions.count_fetch(tp.topic, converted.records)
     return converted
 
@@ -182,7 +188,9 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     if legacy_magic is None:
                         out.records = records
                     else:
-                        converted = _down_converted(ctx, tp, log_, records, legacy_magic, limit)
+                        converted = _down_converted(
+                            ctx, tp, log_, records, legacy_magic, limit, p.fetch_offset
+                        )
                         out.records, size = converted.chunks or b"", converted.size
                     result.size += size
                     budget -= size
