@@ -19,6 +19,7 @@ authorizer (tests/security/test_security_authorization.py has them with one).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
@@ -30,8 +31,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
 
+from zkafka.client.connection import BrokerConnection
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.protocol import ErrorCode
+from zkafka.protocol.messages import FetchRequest, FetchResponse, MetadataRequest, MetadataResponse
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.polling import wait_for
 
@@ -203,3 +207,50 @@ def test_authorized_operations_without_an_authorizer_are_all_supported_ones(clus
     assert not plain.authorized_operations  # not asked: INT32_MIN on the wire
     whole = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
     assert set(whole.authorized_operations) == CLUSTER_OPERATIONS
+
+
+@pytest.mark.timeout(120)
+def test_metadata_and_fetch_by_topic_id_on_the_wire(cluster: LocalCluster) -> None:
+    """The corners librdkafka does not reach: Metadata v12 asking by id (a known and an unknown
+    one), an id below v12, and Fetch v13 for an id no topic has."""
+    topic = "by-id"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=60)
+    topic_id = wait_for(lambda: _topic_id(admin, topic), 30, "the topic's id")
+    unknown = uuid.uuid4()
+    Topic = MetadataRequest.MetadataRequestTopic
+
+    async def ask() -> tuple[MetadataResponse, MetadataResponse, FetchResponse]:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            by_id = MetadataRequest(
+                topics=[Topic(topic_id=topic_id, name=None), Topic(topic_id=unknown, name=None)]
+            )
+            v12 = await conn.send(by_id, version=12)
+            v11 = await conn.send(MetadataRequest(topics=[Topic(topic_id=topic_id, name=topic)]), version=11)
+            fetch = FetchRequest(
+                max_wait_ms=0,
+                min_bytes=1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic_id=unknown,
+                        partitions=[
+                            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
+                        ],
+                    )
+                ],
+            )
+            f13 = await conn.send(fetch, version=13)
+            return v12, v11, f13  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    v12, v11, f13 = asyncio.run(ask())
+    answers = {t.topic_id: t for t in v12.topics}
+    assert answers[topic_id].name == topic and answers[topic_id].error_code == 0
+    assert len(answers[topic_id].partitions) == 2
+    assert answers[unknown].name is None and answers[unknown].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert [t.error_code for t in v11.topics] == [ErrorCode.INVALID_REQUEST]
+    [answer] = f13.responses
+    assert answer.topic_id == unknown
+    assert [p.error_code for p in answer.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
