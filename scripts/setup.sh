@@ -9,8 +9,8 @@ STAMP=$VENV/.installed
 
 # Debian packages: the ZooKeeper server (required), and kcat (a librdkafka client), Burrow (LinkedIn's
 # lag monitor) and Go with segmentio/kafka-go (whose own test suite runs against a broker) and
-# Shopify/sarama (driven by tests/interop/sarama_check), third-party clients and tools the tests drive
-# against the cluster.
+# Shopify/sarama (driven by tests/interop/sarama_check), and Node with npm for KafkaJS (below):
+# third-party clients and tools the tests drive against the cluster.
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] && [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
@@ -18,6 +18,8 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v go >/dev/null 2>&1 || missing+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] || missing+=(golang-github-segmentio-kafka-go-dev)
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" != 0 ]; then
@@ -45,5 +47,17 @@ if [ ! -f $STAMP ] || [ pyproject.toml -nt $STAMP ]; then
     $VENV/bin/pip install -q --upgrade pip >/dev/null
     $VENV/bin/pip install -q -e ".[dev,spark]"
     touch $STAMP
+fi
+# KafkaJS from npm (exact version and hash in tests/interop/kafkajs/package-lock.json), into that
+# directory's node_modules (ignored by git); skipped when the pinned version is already there.
+KAFKAJS_DIR=tests/interop/kafkajs
+KAFKAJS_WANT=$(sed -n 's/.*"kafkajs": "\(.*\)".*/\1/p' $KAFKAJS_DIR/package.json)
+KAFKAJS_HAVE=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' $KAFKAJS_DIR/node_modules/kafkajs/package.json 2>/dev/null || true)
+if [ "$KAFKAJS_HAVE" != "$KAFKAJS_WANT" ]; then
+    echo "setup: installing KafkaJS $KAFKAJS_WANT into $KAFKAJS_DIR/node_modules"
+    if ! (cd $KAFKAJS_DIR && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+        echo "setup: ERROR: npm could not install KafkaJS (network?); re-run when the npm registry is reachable" >&2
+        exit 1
+    fi
 fi
 echo "setup: ok"

@@ -49,9 +49,23 @@ def test_generate_check_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == ""
 
 
-# The only flexible versions the broker advertises: controller-answered admin APIs and the admin
-# APIs Kafka's clients use when offered (api_versions.py).
-FLEXIBLE_ADVERTISED = {16: [3, 4], 35: [2], 43: [2], 44: [1], 45: [0], 46: [0], 48: [1], 49: [1], 60: [0]}
+# The only flexible versions the broker advertises: controller-answered admin APIs, the admin
+# APIs Kafka's clients use when offered (client quotas among them), Fetch and Metadata with topic
+# ids, and UpdateMetadata v6-7 which zkafka's controller sends for its topic ids (api_versions.py).
+FLEXIBLE_ADVERTISED = {
+    1: [12, 13],
+    3: [9, 10, 11, 12],
+    6: [6, 7],
+    16: [3, 4],
+    35: [2],
+    43: [2],
+    44: [1],
+    45: [0],
+    46: [0],
+    48: [1],
+    49: [1],
+    60: [0],
+}
 
 
 def test_broker_table_is_servable_and_non_flexible() -> None:
@@ -79,7 +93,7 @@ def test_broker_table_meets_client_feature_checks() -> None:
     assert has(2, 1) and has(22, 0) and has(18, 0)  # OffsetTime, idempotence, ApiVersion
     assert has(1, 0) and has(1, 2) and has(2, 0) and has(3, 0) and has(3, 1) and has(3, 5)  # Burrow
     assert t[0][0] == 0  # librdkafka 2.0.2 compresses only if Produce v0 is in range (api_versions.py)
-    assert t[18] == (0, 2) and t[3] == (0, 8) and t[1] == (0, 11)
+    assert t[18] == (0, 2) and t[3] == (0, 12) and t[1] == (0, 13)
 
 
 def test_versions_notation() -> None:

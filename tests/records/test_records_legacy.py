@@ -4,6 +4,7 @@ implementation, used here as the oracle only)."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -11,8 +12,23 @@ from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from zkafka.records import GZIP, LZ4, NONE, SNAPPY, CorruptRecordError, InvalidRecordError, Record
-from zkafka.records.legacy import decode_message_set, encode_message_set, is_legacy_message_set
+from zkafka.records import (
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    CorruptRecordError,
+    InvalidRecordError,
+    Record,
+    build_batch,
+)
+from zkafka.records.legacy import (
+    decode_message_set,
+    down_convert,
+    down_convert_within,
+    encode_message_set,
+    is_legacy_message_set,
+)
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4]
 optional_bytes = st.one_of(st.none(), st.binary(max_size=40))
@@ -107,3 +123,57 @@ def test_unknown_codec_and_magic_are_invalid() -> None:
     body[12:16] = crc.to_bytes(4, "big")
     with pytest.raises(InvalidRecordError):
         decode_message_set(bytes(body))
+
+
+# -- lazy, bounded down-conversion (KIP-283) ------------------------------------------------------
+
+
+def _stored(batches: int, per_batch: int, codec: int) -> list[bytes]:
+    return [
+        build_batch(
+            [Record(b * per_batch + i, 1_700_000_000_000 + i, b"k", b"v" * 100) for i in range(per_batch)],
+            compression=codec,
+        )
+        for b in range(batches)
+    ]
+
+
+def _counting(batches: list[bytes], pulled: list[int]) -> Iterator[bytes]:
+    for batch in batches:
+        pulled.append(1)
+        yield batch
+
+
+@pytest.mark.parametrize("codec", [NONE, GZIP])
+def test_down_conversion_within_a_large_limit_is_the_whole_conversion(codec: int) -> None:
+    stored = _stored(3, 10, codec)
+    converted = down_convert_within(iter(stored), 1, 1 << 30)
+    assert b"".join(converted.chunks) == down_convert(b"".join(stored), 1)
+    assert converted.records == 30 and converted.size == sum(map(len, converted.chunks))
+
+
+def test_down_conversion_stops_at_the_limit_between_whole_messages() -> None:
+    stored = _stored(3, 10, NONE)
+    pulled: list[int] = []
+    converted = down_convert_within(_counting(stored, pulled), 1, 500)
+    assert converted.size <= 500 and len(pulled) == 1  # the later batches were never read
+    offsets = [m.offset for m in decode_message_set(b"".join(converted.chunks))]
+    assert offsets == list(range(converted.records)) and converted.records >= 1
+    one = down_convert_within(iter(stored), 0, 1)  # below one message: the first, whole
+    assert [m.offset for m in decode_message_set(b"".join(one.chunks))] == [0]
+
+
+def test_a_compressed_batch_is_whole_or_left_out() -> None:
+    stored = _stored(3, 10, GZIP)
+    first = down_convert_within(iter(stored), 1, 1)
+    assert first.records == 10 and len(first.chunks) == 1  # the first wrapper, whole
+    two = down_convert_within(iter(stored), 1, first.size * 2 + 1)
+    assert two.records == 20
+
+
+def test_records_below_the_fetch_offset_are_left_out_of_an_uncompressed_batch() -> None:
+    stored = _stored(1, 10, NONE)
+    converted = down_convert_within(iter(stored), 1, 1, first_offset=5)  # as kafka-go's ReadMessage
+    assert [m.offset for m in decode_message_set(b"".join(converted.chunks))] == [5]
+    wrapped = down_convert_within(iter(_stored(1, 10, GZIP)), 1, 1, first_offset=5)
+    assert wrapped.records == 10  # a wrapper cannot be split: the client skips what it did not ask for

@@ -16,7 +16,7 @@ from secure_cluster import ADMIN, ADMIN_PASSWORD, ALICE, ALICE_PASSWORD, SecureC
 from zkafka.local.zookeeper import ZooKeeperServer
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AclOperation, AdminClient, NewTopic  # noqa: E402
 
 AUTHORIZER = {
     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
@@ -352,3 +352,22 @@ def test_zkafka_acls_over_sasl_and_tls_with_command_config(secured: SecureCluste
         )  # fmt: skip
         assert result.returncode == 1 and message in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and "nope" not in result.stderr
+
+
+def test_authorized_operations_are_the_principals(secured: SecureCluster) -> None:
+    """Metadata's topic_authorized_operations and the cluster's: what the ACLs allow the principal
+    (Read implies Describe), everything for a super user."""
+    topic = "ops-of-alice"
+    plain = AdminClient({"bootstrap.servers": f"127.0.0.1:{secured.plaintext}"})
+    plain.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    for op in ("Read", "Write"):
+        acls(secured, "--add", "--allow-principal", "User:alice", "--operation", op, "--topic", topic)
+    time.sleep(1)  # the change notification reaches the broker's ACL cache
+    admin = AdminClient(alice(secured))
+    described = admin.describe_topics(ck.TopicCollection([topic]), include_authorized_operations=True)
+    ops = set(described[topic].result(30).authorized_operations)
+    assert ops == {AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE}
+    super_user = AdminClient(alice(secured, **{"sasl.username": ADMIN, "sasl.password": ADMIN_PASSWORD}))
+    whole = super_user.describe_cluster(include_authorized_operations=True).result(30)
+    assert AclOperation.ALTER in set(whole.authorized_operations)
+    assert len(set(whole.authorized_operations)) == 7

@@ -8,7 +8,7 @@ Modules (nothing is imported eagerly; `from zkafka.controller import Controller`
 * `context`      `ControllerContext`, the in-memory cluster picture, and `ReplicaAssignment`;
 * `states`, `partition_state_machine`, `replica_state_machine`  the two state machines;
 * `election`     pure leader election rules (replica placement is `zkafka.admin.placement`);
-* `channel`, `request_batch`  requests to brokers (LeaderAndIsr v3, UpdateMetadata v5, StopReplica v1);
+* `channel`, `request_batch`  requests to brokers (LeaderAndIsr v3, UpdateMetadata v7, StopReplica v1);
 * `broker_events`, `topic_events`, `topic_deletion`, `reassignment`, `leader_balance`  what the
   controller does for each kind of event.
 """

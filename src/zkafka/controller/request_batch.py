@@ -6,8 +6,10 @@ Rules:
   broker, so the cluster's metadata caches follow every leadership change.
 * `flush` sends, per broker, LeaderAndIsr first, then UpdateMetadata, then StopReplica; channels keep
   that order on the wire.
-* Pinned versions: LeaderAndIsr v3, UpdateMetadata v5, StopReplica v1 (the newest non-flexible ones;
-  all carry the target broker's epoch, taken from the context when the batch is flushed).
+* Pinned versions: LeaderAndIsr v3, UpdateMetadata v7, StopReplica v1 (LeaderAndIsr and StopReplica the
+  newest non-flexible ones; UpdateMetadata v7, flexible, because it carries the topic ids brokers
+  answer Metadata v10+ and Fetch v13 with; all carry the target broker's epoch, taken from the
+  context when the batch is flushed).
 * UpdateMetadata partition states are captured when added (a topic deleted later in the same event
   is still announced); the live broker list is captured at flush.
 * StopReplica v1 has one request-level `delete_partitions` flag, so a broker may get two requests.
@@ -17,12 +19,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from zkafka.controller.channel import ControllerChannelManager
 from zkafka.controller.context import ControllerContext, ReplicaAssignment
 from zkafka.protocol import Message
+from zkafka.protocol.message import ZERO_UUID
 from zkafka.protocol.messages import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -30,7 +34,12 @@ from zkafka.protocol.messages import (
     StopReplicaResponse,
     UpdateMetadataRequest,
 )
-from zkafka.zk.model import LEADER_DURING_DELETE, LeaderIsrAndControllerEpoch, TopicPartition
+from zkafka.zk.model import (
+    LEADER_DURING_DELETE,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+    uuid_from_base64,
+)
 
 __all__ = [
     "LEADER_AND_ISR_VERSION",
@@ -42,7 +51,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LEADER_AND_ISR_VERSION = 3
-UPDATE_METADATA_VERSION = 5
+UPDATE_METADATA_VERSION = 7
 STOP_REPLICA_VERSION = 1
 
 _UmPartitionState = UpdateMetadataRequest.UpdateMetadataPartitionState
@@ -258,6 +267,12 @@ class ControllerBrokerRequestBatch:
             )
         return out
 
+    def _topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id for the brokers; all zeros while unknown (a topic whose znode predates
+        ids and whose back-fill failed), which brokers read as "no id"."""
+        text = self.context.topic_ids.get(topic)
+        return ZERO_UUID if text is None else uuid_from_base64(text)
+
     def _send_update_metadata(self) -> None:
         ctx = self.context
         targets = sorted(self._update_metadata_brokers & ctx.live_or_shutting_down_broker_ids)
@@ -267,7 +282,9 @@ class ControllerBrokerRequestBatch:
         for tp, state in sorted(self._update_metadata_partitions.items()):
             by_topic.setdefault(tp.topic, []).append(state)
         topic_states = [
-            UpdateMetadataRequest.UpdateMetadataTopicState(topic_name=t, partition_states=states)
+            UpdateMetadataRequest.UpdateMetadataTopicState(
+                topic_name=t, topic_id=self._topic_id(t), partition_states=states
+            )
             for t, states in by_topic.items()
         ]
         live_brokers = self._live_brokers()

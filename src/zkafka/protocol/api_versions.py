@@ -1,15 +1,16 @@
 """The ApiVersions table the broker advertises, and the answer to a version it cannot serve.
 
-Why these ranges (`reference/wire-protocol.md` §1.3): every version is non-flexible, so all
-five reference clients negotiate the classic encodings; Produce starts at 0 because librdkafka
-2.0.2 (kcat) compresses with gzip, snappy or lz4 only if the broker's Produce range overlaps
-[0, 0] (it sends v7 with RecordBatch v2 all the same; newer librdkafka dropped that check); a
-request that really carries a legacy magic 0/1 message set (kafka-go 0.2, kafka-python pinned to
+Why these ranges (`reference/wire-protocol.md` §1.3): the classic encodings serve every reference
+client; the flexible versions offered are those clients gain something from: Metadata 9-12 and Fetch
+12-13 carry topic ids (KIP-516), with which librdkafka (confluent-kafka 2.x) tells a topic
+recreated under the same name from the old one (Fetch 13 asks by id). Produce starts at 0 because
+librdkafka 2.0.2 (kcat) compresses with gzip, snappy or lz4 only if the broker's Produce range
+overlaps [0, 0] (it sends v7 with RecordBatch v2 all the same; newer librdkafka dropped that check);
+a request that really carries a legacy magic 0/1 message set (kafka-go 0.2, kafka-python pinned to
 0.9/0.10) is converted to RecordBatch v2 on the way in, and Fetch v0-v3 answers are down-converted
-(`zkafka.records.legacy`); the group APIs start at 0
-because librdkafka 2.0.2 enables its balanced consumer only if v0 is in range; Fetch 0-4 and
-ListOffsets 0 serve Burrow, which never negotiates. Advertising a version means clients will use it: keep this
-table to what the broker really serves.
+(`zkafka.records.legacy`); the group APIs start at 0 because librdkafka 2.0.2 enables its balanced
+consumer only if v0 is in range; Fetch 0-4 and ListOffsets 0 serve Burrow, which never negotiates.
+Advertising a version means clients will use it: keep this table to what the broker really serves.
 
 The exceptions are three admin APIs answered by the active controller only: ElectLeaders 0-2
 (v0 is preferred-only, v1 adds the election type and a top-level error, v2 is flexible; Kafka's
@@ -37,13 +38,14 @@ from zkafka.protocol.messages import ApiVersionsResponse
 
 BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (0, 8),
-    ApiKey.FETCH: (0, 11),
+    ApiKey.FETCH: (0, 13),
     ApiKey.LIST_OFFSETS: (0, 5),
-    ApiKey.METADATA: (0, 8),
-    # Controller-to-broker APIs: only zkafka's own controller sends them; all non-flexible.
+    ApiKey.METADATA: (0, 12),
+    # Controller-to-broker APIs: only zkafka's own controller sends them; non-flexible but for
+    # UpdateMetadata v6-7, which zkafka's controller sends at v7 for its topic ids.
     ApiKey.LEADER_AND_ISR: (0, 3),
     ApiKey.STOP_REPLICA: (0, 1),
-    ApiKey.UPDATE_METADATA: (0, 5),
+    ApiKey.UPDATE_METADATA: (0, 7),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
     ApiKey.OFFSET_COMMIT: (0, 7),  # v0: offsets in ZooKeeper (/consumers/<group>/offsets)
     ApiKey.OFFSET_FETCH: (0, 5),

@@ -217,13 +217,15 @@ def decode_body(api_key: int, kind: str, version: int, body: bytes | bytearray |
     return _decode_at(api_key, kind, version, buf, 0)
 
 
-def _decode_at(api_key: int, kind: str, version: int, buf: memoryview, p: int) -> Message:
+def _decode_at(
+    api_key: int, kind: str, version: int, buf: memoryview, p: int, *, trailing_ok: bool = False
+) -> Message:
     fn = _decoders.get((api_key, kind, version)) or decoder(api_key, kind, version)
     try:
         message, p = fn(buf, p)
     except _CODEC_FAILURES as exc:
         raise DecodeError(f"bad {api_name(api_key)} {kind} v{version}: {exc}") from exc
-    if p != len(buf):
+    if p != len(buf) and not trailing_ok:
         raise DecodeError(f"{api_name(api_key)} {kind} v{version}: {len(buf) - p} bytes after the body")
     return message
 
@@ -281,7 +283,11 @@ def decode_request(
         )
     header, p = headers.read_request_header(buf, fixed)
     try:
-        request = _decode_at(header.api_key, "request", header.api_version, buf, p)
+        # Bytes after a flexible request's body are ignored, as Kafka ignores them: librdkafka 2.x
+        # reserves 4 bytes for an array count and, in its Metadata v9+ "all topics" request, leaves
+        # the 3 unused ones in place after the 1-byte compact null. Classic versions end exactly.
+        trailing_ok = spec.is_flexible(header.api_version)
+        request = _decode_at(header.api_key, "request", header.api_version, buf, p, trailing_ok=trailing_ok)
     except DecodeError as exc:
         raise MalformedRequestError(str(exc), header) from exc
     return header, request

@@ -16,6 +16,10 @@ is a compressed message set of inner messages: with magic 1 the inner offsets ar
 are absolute. A message set may end with a partial message (Fetch cuts at a byte limit): readers
 ignore it.
 
+Down-conversion is lazy and bounded (KIP-283): `down_convert_within` takes the stored batches one
+at a time and stops at the fetch's byte limit, cutting only between whole messages, so a large
+fetch is never converted (or held) at once.
+
 Bad input raises `CorruptRecordError` (wrong CRC, truncated or inconsistent sizes, nested wrappers)
 or `InvalidRecordError` (unknown magic or codec): the produce path answers CORRUPT_MESSAGE /
 INVALID_RECORD, never crashes.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .batch import CorruptRecordError, InvalidRecordError, iter_headers
@@ -35,9 +39,11 @@ from .record import Record, iter_records
 __all__ = [
     "MESSAGE_OVERHEAD_V0",
     "MESSAGE_OVERHEAD_V1",
+    "Converted",
     "LegacyMessage",
     "decode_message_set",
     "down_convert",
+    "down_convert_within",
     "encode_message_set",
     "is_legacy_message_set",
     "to_records",
@@ -242,3 +248,66 @@ def down_convert(batches: bytes | bytearray | memoryview, magic: int) -> bytes:
         append_time = bool(header.attributes & LOG_APPEND_TIME_MASK)
         out += encode_message_set(records, magic, codec=header.compression, log_append_time=append_time)
     return bytes(out)
+
+
+@dataclass(slots=True)
+class Converted:
+    """A down-converted fetch: message-set chunks (one per stored batch, the last perhaps cut
+    between messages), their total size, and how many records they hold."""
+
+    chunks: list[bytes]
+    size: int = 0
+    records: int = 0
+
+
+def down_convert_within(
+    batches: Iterable[bytes | memoryview], magic: int, max_bytes: int, first_offset: int = 0
+) -> Converted:
+    """Convert stored RecordBatch v2 batches, taken one at a time from `batches` (read lazily by the
+    caller), until the output would pass `max_bytes`: an uncompressed batch is cut between its
+    messages, a compressed one (one wrapper) is kept whole or left out. The first message is always
+    whole even above the limit, so an old client makes progress (as KIP-74 for v2 batches); old
+    clients cannot use part of a message, so none is ever sent. Records of an uncompressed batch
+    below `first_offset` (the fetch offset) are left out, as Kafka does, so the limit is spent on
+    what the client asked for; a compressed wrapper keeps them (it cannot be split)."""
+    out = Converted([])
+    for batch in batches:
+        remaining = max_bytes - out.size
+        if out.chunks and remaining <= 0:
+            break
+        for header in iter_headers(batch):
+            if header.is_control:
+                continue
+            records = list(iter_records(batch, header))
+            if header.compression == NONE and records and records[0].offset < first_offset:
+                records = [r for r in records if r.offset >= first_offset]
+                if not records:
+                    continue
+            append_time = bool(header.attributes & LOG_APPEND_TIME_MASK)
+            chunk = encode_message_set(records, magic, codec=header.compression, log_append_time=append_time)
+            count, full = len(records), len(chunk) > remaining
+            if full and header.compression != NONE and out.chunks:
+                return out
+            if full and header.compression == NONE:
+                # one message per record: keep the whole ones that fit (at least one)
+                cut, count = _whole_messages(chunk, remaining, at_least_one=not out.chunks)
+                chunk = chunk[:cut]
+            if chunk:
+                out.chunks.append(chunk)
+                out.size += len(chunk)
+                out.records += count
+            if full or out.size >= max_bytes:
+                return out
+    return out
+
+
+def _whole_messages(message_set: bytes, limit: int, *, at_least_one: bool) -> tuple[int, int]:
+    """(bytes, messages) of the longest prefix of whole messages within `limit`."""
+    pos = count = 0
+    while pos + _OFFSET_SIZE.size <= len(message_set):
+        _, size = _OFFSET_SIZE.unpack_from(message_set, pos)
+        end = pos + _OFFSET_SIZE.size + size
+        if end > limit and not (at_least_one and count == 0):
+            break
+        pos, count = end, count + 1
+    return pos, count

@@ -28,6 +28,8 @@ from typing import Any
 from zkafka.config import BrokerConfig
 from zkafka.protocol import ApiKey, ErrorCode
 from zkafka.protocol.codec import message_class
+from zkafka.protocol.schemas.fetch import FIRST_TOPIC_ID_VERSION
+from zkafka.security.acl_wire import OPERATION_CODES
 from zkafka.security.authorizer import AclAuthorizer, Action, AuthorizationResult, RequestInfo
 from zkafka.security.principal import parse_principal
 from zkafka.server.dispatcher import Handler, RequestContext
@@ -40,6 +42,7 @@ __all__ = [
     "CLUSTER",
     "authorize",
     "authorized_names",
+    "authorized_operations",
     "authorizer_enabled",
     "guard_handlers",
 ]
@@ -105,6 +108,51 @@ def authorize(
         return True
     action = Action(operation, ResourcePattern(resource_type, name), audit, audit)
     return authorizer.authorize_one(_request_info(ctx), action) is AuthorizationResult.ALLOWED
+
+
+SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+}
+"""The operations that mean something for each resource type (Kafka's AclEntry.supportedOperations):
+what "authorized operations" answers range over."""
+
+
+def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str = CLUSTER) -> int:
+    """Kafka's authorized-operations bit field for the literal resource (Metadata v8+,
+    DescribeCluster): bit `code` set for each supported operation, by its AclOperation wire code,
+    that the principal may do; every supported one without an authorizer. Checked without audit
+    lines, as Kafka does."""
+    supported = SUPPORTED_OPERATIONS[resource_type]
+    authorizer: AclAuthorizer | None = ctx.services.authorizer
+    if authorizer is None:
+        allowed: Iterable[AclOperation] = supported
+    else:
+        pattern = ResourcePattern(resource_type, name)
+        results = authorizer.authorize(
+            _request_info(ctx), [Action(op, pattern, False, False) for op in supported]
+        )
+        allowed = [op for op, r in zip(supported, results, strict=True) if r is AuthorizationResult.ALLOWED]
+    return sum(1 << OPERATION_CODES[op] for op in allowed)
 
 
 def authorized_names(
@@ -250,24 +298,30 @@ def _produce(ctx: RequestContext, request: Any, handler: Handler) -> Any:
 
 
 def _fetch(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    # v13 names topics by id: checked by the name the id has; an id no topic has is left to the
+    # handler (UNKNOWN_TOPIC_ID, as Kafka answers it before any authorization)
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    names = [ctx.services.metadata.topic_name(t.topic_id) if by_id else t.topic for t in request.topics]
+    known = [n for n in names if n is not None]
     if request.replica_id >= 0:
-        allowed = (
-            {t.topic for t in request.topics} if authorize(ctx, Op.CLUSTER_ACTION, RT.CLUSTER) else set()
-        )
+        allowed = set(known) if authorize(ctx, Op.CLUSTER_ACTION, RT.CLUSTER) else set()
     else:
-        allowed = authorized_names(ctx, Op.READ, RT.TOPIC, (t.topic for t in request.topics))
-    request.topics, denied = _split(request.topics, allowed, "topic")
+        allowed = authorized_names(ctx, Op.READ, RT.TOPIC, known)
+    kept = [t for t, n in zip(request.topics, names, strict=True) if n is None or n in allowed]
+    denied = [t for t, n in zip(request.topics, names, strict=True) if n is not None and n not in allowed]
     if not denied:
         return handler(ctx, request)
+    request.topics = kept
     topic_cls, part_cls = _nested(ctx, "FetchableTopicResponse"), _nested(ctx, "PartitionData")
 
     def fix(response: Any) -> None:
         for t in denied:
             parts = [
-                part_cls(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1)
+                # an empty record set, never null: librdkafka refuses a null one
+                part_cls(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1, records=b"")
                 for p in t.partitions
             ]
-            response.responses.append(topic_cls(topic=t.topic, partitions=parts))
+            response.responses.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=parts))
 
     return _then(handler(ctx, request), fix)
 
@@ -311,8 +365,12 @@ def _metadata(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     if not request.topics:  # every topic (None; or v0's empty list): only the describable ones listed,
         # with no audit line per topic, as Kafka
         return _then(handler(ctx, request), lambda r: _fix_metadata(ctx, r, None, []))
+    if any(t.topic_id.int != 0 for t in request.topics):
+        # v12 by id: the handler resolves the ids; a topic the principal may not describe keeps only
+        # its id in the answer (ids are not secret, names are), as Kafka answers it
+        return _then(handler(ctx, request), lambda r: _hide_metadata_by_id(ctx, r))
     # named topics: Describe each; a missing one it may not create (Cluster or Topic:Create) is denied
-    names = list(dict.fromkeys(t.name for t in request.topics))
+    names = list(dict.fromkeys(t.name for t in request.topics if t.name is not None))
     describable = authorized_names(ctx, Op.DESCRIBE, RT.TOPIC, names)
     if request.allow_auto_topic_creation and ctx.services.config.auto_create_topics_enable:
         missing = [n for n in names if n in describable and not ctx.services.metadata.contains_topic(n)]
@@ -321,8 +379,20 @@ def _metadata(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     denied = [n for n in names if n not in describable]
     if not denied:
         return handler(ctx, request)
-    request.topics = [t for t in request.topics if t.name in describable]
+    request.topics = [t for t in request.topics if t.name is None or t.name in describable]
     return _then(handler(ctx, request), lambda r: _fix_metadata(ctx, r, describable, denied))
+
+
+def _hide_metadata_by_id(ctx: RequestContext, response: Any) -> None:
+    known = [t for t in response.topics if t.name is not None]
+    keep = authorized_names(ctx, Op.DESCRIBE, RT.TOPIC, (t.name for t in known))
+    topic_cls = _nested(ctx, "MetadataResponseTopic")
+    response.topics = [
+        t
+        if t.name is None or t.name in keep
+        else topic_cls(error_code=TOPIC_DENIED, name=None, topic_id=t.topic_id, is_internal=False)
+        for t in response.topics
+    ]
 
 
 def _fix_metadata(ctx: RequestContext, response: Any, keep: set[str] | None, denied: list[str]) -> None:

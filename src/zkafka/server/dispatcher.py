@@ -19,8 +19,9 @@ import asyncio
 import inspect
 import logging
 import os
+import struct
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,10 @@ HandlerReturn = Message | _NoResponse | Awaitable[Message | _NoResponse]
 Handler = Callable[[RequestContext, Any], HandlerReturn]
 
 
+_BATCH_PREFIX = struct.Struct(">qi")
+"""A stored batch's base offset and the length of the rest."""
+
+
 class FileRecords(DeferredRecords):
     """Records that stay in a segment file until the response is written, then are read with
     one `os.pread` into it. Not sendfile: uvloop transports have none, and writing around the
@@ -84,6 +89,24 @@ class FileRecords(DeferredRecords):
         if len(data) < self._size:  # the segment shrank under us (truncation): pad never; cut
             log.warning("segment read returned %d of %d bytes", len(data), self._size)
         return data
+
+    def batches(self) -> Iterator[bytes]:
+        """The record batches in the slice, read one at a time (down-conversion converts each as it
+        comes instead of reading the whole slice). Stops at a short read or a partial batch."""
+        pos, end = self._position, self._position + self._size
+        while pos + _BATCH_PREFIX.size <= end:
+            prefix = os.pread(self._fd, _BATCH_PREFIX.size, pos)
+            if len(prefix) < _BATCH_PREFIX.size:
+                return
+            _, length = _BATCH_PREFIX.unpack(prefix)
+            total = _BATCH_PREFIX.size + length
+            if length <= 0 or pos + total > end:
+                return
+            batch = os.pread(self._fd, total, pos)
+            if len(batch) < total:
+                return
+            yield batch
+            pos += total
 
 
 class Dispatcher:

@@ -3,10 +3,16 @@
 Brokers never read topic metadata from ZooKeeper to answer clients (as in Kafka): the controller
 pushes live brokers and every partition's leader/ISR, and Metadata requests are answered from
 here. Leader -2 marks a topic being deleted: such partitions are hidden from clients.
+
+Topic ids (KIP-516) come with UpdateMetadata v7. A topic announced with an id other than the one
+cached is a new topic under an old name (deleted and re-created while this broker missed the
+deletion): the old incarnation's partitions are dropped, so a re-created topic with fewer
+partitions never shows the old ones.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -57,6 +63,8 @@ class MetadataCache:
     controller_id: int = -1
     controller_epoch: int = -1
     partitions: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
+    _ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    _names: dict[uuid.UUID, str] = field(default_factory=dict)
 
     def update(
         self,
@@ -64,12 +72,17 @@ class MetadataCache:
         controller_epoch: int,
         brokers: Iterable[LiveBroker],
         partition_states: Iterable[PartitionInfo],
+        topic_ids: dict[str, uuid.UUID] | None = None,
     ) -> list[TopicPartition]:
-        """Apply one UpdateMetadata. Returns the partitions that were deleted by it."""
+        """Apply one UpdateMetadata. `topic_ids` are the ids it announced (none below v7, or an all
+        zero id: unknown). Returns the partitions that were deleted by it."""
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.brokers = {b.broker_id: b for b in brokers}
         deleted: list[TopicPartition] = []
+        for topic, topic_id in (topic_ids or {}).items():
+            if topic_id.int != 0:
+                self._set_topic_id(topic, topic_id, deleted)
         for p in partition_states:
             if p.leader == LEADER_DURING_DELETE:
                 topic = self.partitions.get(p.topic)
@@ -77,9 +90,35 @@ class MetadataCache:
                     deleted.append(TopicPartition(p.topic, p.partition))
                     if not topic:
                         del self.partitions[p.topic]
+                        self._forget_id(p.topic)
             else:
                 self.partitions.setdefault(p.topic, {})[p.partition] = p
         return deleted
+
+    def _set_topic_id(self, topic: str, topic_id: uuid.UUID, deleted: list[TopicPartition]) -> None:
+        old = self._ids.get(topic)
+        if old == topic_id:
+            return
+        if old is not None:
+            # A new topic under the name: what is cached belongs to the deleted one.
+            deleted.extend(TopicPartition(topic, p) for p in self.partitions.pop(topic, {}))
+            self._forget_id(topic)
+        self._ids[topic] = topic_id
+        self._names[topic_id] = topic
+
+    def _forget_id(self, topic: str) -> None:
+        old = self._ids.pop(topic, None)
+        if old is not None:
+            self._names.pop(old, None)
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id, None when the cache knows none (not yet announced, or no such topic)."""
+        return self._ids.get(topic) if topic in self.partitions else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, None for an id no live topic has."""
+        name = self._names.get(topic_id)
+        return name if name is not None and name in self.partitions else None
 
     def topics(self) -> list[str]:
         return sorted(self.partitions)

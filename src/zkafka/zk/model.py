@@ -53,6 +53,19 @@ def is_uuid_base64(text: str) -> bool:
     return bool(_UUID_B64_RE.match(text))
 
 
+def uuid_from_base64(text: str) -> uuid.UUID:
+    """The 16 bytes behind a Kafka `Uuid` string (the form stored in znodes), as the wire carries
+    them; ValueError unless `text` is one (`is_uuid_base64`)."""
+    if not is_uuid_base64(text):
+        raise ValueError(f"{text!r} is not a 22-character base64 Kafka Uuid")
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def uuid_to_base64(value: uuid.UUID) -> str:
+    """Kafka's `Uuid.toString` of `value`."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
 # --------------------------------------------------------------------------------------------------
 # Brokers
 

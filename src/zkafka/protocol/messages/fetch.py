@@ -8,29 +8,33 @@ batch is returned whole even if larger); v4 adds isolation_level, last_stable_of
 aborted_transactions and means RecordBatch v2 may be returned; v5 adds log_start_offset; v7 adds
 fetch sessions (KIP-227; a broker may always answer session_id 0); v9 adds
 current_leader_epoch (KIP-320); v10 allows zstd; v11 adds rack_id and preferred_read_replica;
-v12 is the first flexible version and adds last_fetched_epoch plus tagged fields.
+v12 is the first flexible version and adds last_fetched_epoch plus tagged fields; v13 names topics
+by id (KIP-516) instead of by name, in the request, its forgotten topics and the response.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import ClassVar
 
-from zkafka.protocol.message import DEFAULT, Message, RecordsValue
+from zkafka.protocol.message import DEFAULT, ZERO_UUID, Message, RecordsValue
 
 
 class FetchRequest(Message):
-    """Fetch request (api key 1), versions 0-12 (flexible from v12)."""
+    """Fetch request (api key 1), versions 0-13 (flexible from v12)."""
 
     API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = "Fetch"
     KIND: ClassVar[str] = "request"
 
     class FetchTopic(Message):
-        __slots__ = ("partitions", "topic")
-        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "partitions")
+        __slots__ = ("partitions", "topic", "topic_id")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "topic_id", "partitions")
 
-        #: v0+
+        #: v0-12
         topic: str
+        #: v13+
+        topic_id: uuid.UUID
         #: v0+
         partitions: list[FetchRequest.FetchPartition]
 
@@ -38,9 +42,11 @@ class FetchRequest(Message):
             self,
             *,
             topic: str = "",
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[FetchRequest.FetchPartition] = DEFAULT,
         ) -> None:
             self.topic = topic
+            self.topic_id = topic_id
             self.partitions = [] if partitions is DEFAULT else partitions
 
     class FetchPartition(Message):
@@ -92,11 +98,13 @@ class FetchRequest(Message):
             self.partition_max_bytes = partition_max_bytes
 
     class ForgottenTopic(Message):
-        __slots__ = ("partitions", "topic")
-        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "partitions")
+        __slots__ = ("partitions", "topic", "topic_id")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "topic_id", "partitions")
 
-        #: v7+
+        #: v7-12
         topic: str
+        #: v13+
+        topic_id: uuid.UUID
         #: v7+
         partitions: list[int]
 
@@ -104,9 +112,11 @@ class FetchRequest(Message):
             self,
             *,
             topic: str = "",
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[int] = DEFAULT,
         ) -> None:
             self.topic = topic
+            self.topic_id = topic_id
             self.partitions = [] if partitions is DEFAULT else partitions
 
     __slots__ = (
@@ -188,18 +198,20 @@ class FetchRequest(Message):
 
 
 class FetchResponse(Message):
-    """Fetch response (api key 1), versions 0-12 (flexible from v12)."""
+    """Fetch response (api key 1), versions 0-13 (flexible from v12)."""
 
     API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = "Fetch"
     KIND: ClassVar[str] = "response"
 
     class FetchableTopicResponse(Message):
-        __slots__ = ("partitions", "topic")
-        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "partitions")
+        __slots__ = ("partitions", "topic", "topic_id")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("topic", "topic_id", "partitions")
 
-        #: v0+
+        #: v0-12
         topic: str
+        #: v13+
+        topic_id: uuid.UUID
         #: v0+
         partitions: list[FetchResponse.PartitionData]
 
@@ -207,9 +219,11 @@ class FetchResponse(Message):
             self,
             *,
             topic: str = "",
+            topic_id: uuid.UUID = ZERO_UUID,
             partitions: list[FetchResponse.PartitionData] = DEFAULT,
         ) -> None:
             self.topic = topic
+            self.topic_id = topic_id
             self.partitions = [] if partitions is DEFAULT else partitions
 
     class PartitionData(Message):

@@ -7,35 +7,42 @@ Version notes: v0 has no null topic list (an empty list means all topics); v1 ad
 controller_id and is_internal, and a null topic list means all topics; v2 adds cluster_id;
 v3 adds throttle_time_ms; v4 adds allow_auto_topic_creation; v5 adds offline_replicas; v7 adds
 leader_epoch; v8 adds authorized-operations fields (INT32_MIN when not requested); v9 is the
-first flexible version.
+first flexible version; v10 adds topic ids (KIP-516) to request and response topics; v11 drops
+the cluster's authorized operations (DescribeCluster carries them); v12 allows a request topic
+named by id only (null name) and a null name in the answer for an unknown id.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import ClassVar
 
-from zkafka.protocol.message import DEFAULT, Message
+from zkafka.protocol.message import DEFAULT, ZERO_UUID, Message
 
 
 class MetadataRequest(Message):
-    """Metadata request (api key 3), versions 0-9 (flexible from v9)."""
+    """Metadata request (api key 3), versions 0-12 (flexible from v9)."""
 
     API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = "Metadata"
     KIND: ClassVar[str] = "request"
 
     class MetadataRequestTopic(Message):
-        __slots__ = ("name",)
-        _FIELDS: ClassVar[tuple[str, ...]] = ("name",)
+        __slots__ = ("name", "topic_id")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("topic_id", "name")
 
-        #: v0+
-        name: str
+        #: v10+
+        topic_id: uuid.UUID
+        #: v0+; nullable v10+
+        name: str | None
 
         def __init__(
             self,
             *,
-            name: str = "",
+            topic_id: uuid.UUID = ZERO_UUID,
+            name: str | None = "",
         ) -> None:
+            self.topic_id = topic_id
             self.name = name
 
     __slots__ = (
@@ -55,7 +62,7 @@ class MetadataRequest(Message):
     topics: list[MetadataRequest.MetadataRequestTopic] | None
     #: v4+
     allow_auto_topic_creation: bool
-    #: v8+
+    #: v8-10
     include_cluster_authorized_operations: bool
     #: v8+
     include_topic_authorized_operations: bool
@@ -75,7 +82,7 @@ class MetadataRequest(Message):
 
 
 class MetadataResponse(Message):
-    """Metadata response (api key 3), versions 0-9 (flexible from v9)."""
+    """Metadata response (api key 3), versions 0-12 (flexible from v9)."""
 
     API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = "Metadata"
@@ -108,10 +115,18 @@ class MetadataResponse(Message):
             self.rack = rack
 
     class MetadataResponseTopic(Message):
-        __slots__ = ("error_code", "is_internal", "name", "partitions", "topic_authorized_operations")
+        __slots__ = (
+            "error_code",
+            "is_internal",
+            "name",
+            "partitions",
+            "topic_authorized_operations",
+            "topic_id",
+        )
         _FIELDS: ClassVar[tuple[str, ...]] = (
             "error_code",
             "name",
+            "topic_id",
             "is_internal",
             "partitions",
             "topic_authorized_operations",
@@ -119,8 +134,10 @@ class MetadataResponse(Message):
 
         #: v0+
         error_code: int
-        #: v0+
-        name: str
+        #: v0+; nullable v12+
+        name: str | None
+        #: v10+
+        topic_id: uuid.UUID
         #: v1+
         is_internal: bool
         #: v0+
@@ -132,13 +149,15 @@ class MetadataResponse(Message):
             self,
             *,
             error_code: int = 0,
-            name: str = "",
+            name: str | None = "",
+            topic_id: uuid.UUID = ZERO_UUID,
             is_internal: bool = False,
             partitions: list[MetadataResponse.MetadataResponsePartition] = DEFAULT,
             topic_authorized_operations: int = -2147483648,
         ) -> None:
             self.error_code = error_code
             self.name = name
+            self.topic_id = topic_id
             self.is_internal = is_internal
             self.partitions = [] if partitions is DEFAULT else partitions
             self.topic_authorized_operations = topic_authorized_operations
@@ -224,7 +243,7 @@ class MetadataResponse(Message):
     controller_id: int
     #: v0+
     topics: list[MetadataResponse.MetadataResponseTopic]
-    #: v8+
+    #: v8-10
     cluster_authorized_operations: int
 
     def __init__(

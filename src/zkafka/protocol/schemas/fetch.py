@@ -5,15 +5,19 @@ batch is returned whole even if larger); v4 adds isolation_level, last_stable_of
 aborted_transactions and means RecordBatch v2 may be returned; v5 adds log_start_offset; v7 adds
 fetch sessions (KIP-227; a broker may always answer session_id 0); v9 adds
 current_leader_epoch (KIP-320); v10 allows zstd; v11 adds rack_id and preferred_read_replica;
-v12 is the first flexible version and adds last_fetched_epoch plus tagged fields.
+v12 is the first flexible version and adds last_fetched_epoch plus tagged fields; v13 names topics
+by id (KIP-516) instead of by name, in the request, its forgotten topics and the response.
 """
 
 from zkafka.protocol.schema import Array, F, Struct, api
 
+FIRST_TOPIC_ID_VERSION = 13
+"""From this version topics are named by id only (`topic_id`), no longer by name."""
+
 SPEC = api(
     1,
     "Fetch",
-    versions="0-12",
+    versions="0-13",
     flexible="12+",
     request=[
         F("cluster_id", "string", "12+", nullable="12+", default=None, tag=0),
@@ -29,7 +33,8 @@ SPEC = api(
             Array(
                 "FetchTopic",
                 [
-                    F("topic", "string"),
+                    F("topic", "string", "0-12"),
+                    F("topic_id", "uuid", "13+"),
                     F(
                         "partitions",
                         Array(
@@ -49,7 +54,14 @@ SPEC = api(
         ),
         F(
             "forgotten_topics_data",
-            Array("ForgottenTopic", [F("topic", "string", "7+"), F("partitions", "[]int32", "7+")]),
+            Array(
+                "ForgottenTopic",
+                [
+                    F("topic", "string", "7-12"),
+                    F("topic_id", "uuid", "13+"),
+                    F("partitions", "[]int32", "7+"),
+                ],
+            ),
             "7+",
         ),
         F("rack_id", "string", "11+"),
@@ -63,7 +75,8 @@ SPEC = api(
             Array(
                 "FetchableTopicResponse",
                 [
-                    F("topic", "string"),
+                    F("topic", "string", "0-12"),
+                    F("topic_id", "uuid", "13+"),
                     F(
                         "partitions",
                         Array(

@@ -4,7 +4,9 @@ Version notes: v0 has no null topic list (an empty list means all topics); v1 ad
 controller_id and is_internal, and a null topic list means all topics; v2 adds cluster_id;
 v3 adds throttle_time_ms; v4 adds allow_auto_topic_creation; v5 adds offline_replicas; v7 adds
 leader_epoch; v8 adds authorized-operations fields (INT32_MIN when not requested); v9 is the
-first flexible version.
+first flexible version; v10 adds topic ids (KIP-516) to request and response topics; v11 drops
+the cluster's authorized operations (DescribeCluster carries them); v12 allows a request topic
+named by id only (null name) and a null name in the answer for an unknown id.
 """
 
 from zkafka.protocol.schema import Array, F, api
@@ -14,12 +16,19 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 SPEC = api(
     3,
     "Metadata",
-    versions="0-9",
+    versions="0-12",
     flexible="9+",
     request=[
-        F("topics", Array("MetadataRequestTopic", [F("name", "string")]), nullable="1+"),
+        F(
+            "topics",
+            Array(
+                "MetadataRequestTopic",
+                [F("topic_id", "uuid", "10+"), F("name", "string", nullable="10+")],
+            ),
+            nullable="1+",
+        ),
         F("allow_auto_topic_creation", "bool", "4+", default=True),
-        F("include_cluster_authorized_operations", "bool", "8+"),
+        F("include_cluster_authorized_operations", "bool", "8-10"),
         F("include_topic_authorized_operations", "bool", "8+"),
     ],
     response=[
@@ -44,7 +53,8 @@ SPEC = api(
                 "MetadataResponseTopic",
                 [
                     F("error_code", "int16"),
-                    F("name", "string"),
+                    F("name", "string", nullable="12+"),
+                    F("topic_id", "uuid", "10+"),
                     F("is_internal", "bool", "1+"),
                     F(
                         "partitions",
@@ -65,6 +75,6 @@ SPEC = api(
                 ],
             ),
         ),
-        F("cluster_authorized_operations", "int32", "8+", default=AUTHORIZED_OPERATIONS_OMITTED),
+        F("cluster_authorized_operations", "int32", "8-10", default=AUTHORIZED_OPERATIONS_OMITTED),
     ],
 )

@@ -180,7 +180,10 @@ def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) 
     ]
     replicas = ctx.services.replicas
     replicas.controller_epoch = max(replicas.controller_epoch, request.controller_epoch)
-    ctx.services.metadata.update(request.controller_id, request.controller_epoch, brokers, partitions)
+    topic_ids = {t.topic_name: t.topic_id for t in request.topic_states}  # all zeros below v7
+    ctx.services.metadata.update(
+        request.controller_id, request.controller_epoch, brokers, partitions, topic_ids
+    )
     ctx.services.metadata_waits.updated()
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 

@@ -11,8 +11,16 @@ allows per measurement, and the KIP-219 throttle time (`zkafka.server.client_quo
 sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
-or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
-Kafka does, unless the topic's `message.downconversion.enable` is false (UNSUPPORTED_VERSION).
+or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), unless the topic's
+`message.downconversion.enable` is false (UNSUPPORTED_VERSION). As KIP-283 has it, the stored
+batches are read and converted one at a time and conversion stops at the partition's byte limit,
+cutting only between whole messages (the first always whole): a large fetch is never read or
+converted at once. Converted records are counted per topic (`BrokerServices.conversions`).
+
+Fetch v13 names topics by id (KIP-516), resolved through the metadata cache: an id no live topic
+has answers its partitions with UNKNOWN_TOPIC_ID (the client refreshes its metadata), so a
+consumer of a topic deleted and re-created under the same name never reads the new topic's data
+as the old one's.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from dataclasses import dataclass, field
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
-from zkafka.records.legacy import down_convert
+from zkafka.protocol.schemas.fetch import FIRST_TOPIC_ID_VERSION
+from zkafka.records.legacy import Converted, down_convert_within
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
 from zkafka.server.partition import Partition
@@ -99,13 +108,30 @@ def _legacy_magic(api_version: int) -> int | None:
     return 0 if api_version <= 1 else 1
 
 
-def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
+def _down_converted(
+    ctx: RequestContext,
+    tp: TopicPartition,
+    log_: Log,
+    records: FileRecords,
+    magic: int,
+    limit: int,
+    offset: int,
+) -> Converted:
     if not log_.config.message_downconversion_enable:
         raise KafkaError(
             ErrorCode.UNSUPPORTED_VERSION,
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
-    return down_convert(records.materialize(), magic)
+    converted = down_convert_within(records.batches(), magic, limit, offset)
+    ctx.services.conversions.count_fetch(tp.topic, converted.records)
+    return converted
+
+
+def _topic_name(ctx: RequestContext, topic: FetchRequest.FetchTopic) -> str | None:
+    """The topic a request's entry names: by name below v13, by id from v13 (None: unknown id)."""
+    if ctx.api_version < FIRST_TOPIC_ID_VERSION:
+        return topic.topic
+    return ctx.services.metadata.topic_name(topic.topic_id)
 
 
 def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
@@ -118,8 +144,11 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
     is_follower = request.replica_id >= 0
     total = 0
     for t in request.topics:
+        name = _topic_name(ctx, t)
+        if name is None:
+            return 1 << 30  # answer now: UNKNOWN_TOPIC_ID
         for p in t.partitions:
-            part = replicas.get_partition(TopicPartition(t.topic, p.partition))
+            part = replicas.get_partition(TopicPartition(name, p.partition))
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
             end = _visible_end(part, is_follower)
@@ -164,11 +193,16 @@ def _read(
     topics = []
     for t in request.topics:
         parts = []
+        name = _topic_name(ctx, t)
         for p in t.partitions:
-            tp = TopicPartition(t.topic, p.partition)
             # librdkafka 2.0 rejects a null record set (size -1): Kafka always sends empty records
             out = Resp.PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
             parts.append(out)
+            if name is None:
+                out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result.errors = True
+                continue
+            tp = TopicPartition(name, p.partition)
             result.partitions.append(tp)
             try:
                 part = replicas.leader_partition(tp)
@@ -196,22 +230,22 @@ def _read(
                 throttled = is_follower and _replication_throttled(ctx, tp)
                 if throttled and _held_back(ctx, part, request.replica_id, now):
                     continue  # KIP-73: a throttled replica out of the ISR gets no data while over the rate
-                chunk = log_.read(
-                    p.fetch_offset,
-                    min(p.partition_max_bytes, budget),
-                    max_offset=end,
-                    min_one_batch=result.size == 0,
-                )
+                limit = min(p.partition_max_bytes, budget)
+                chunk = log_.read(p.fetch_offset, limit, max_offset=end, min_one_batch=result.size == 0)
                 if chunk.size:
                     records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    size = chunk.size
                     if legacy_magic is None:
                         out.records = records
                     else:
-                        out.records = _down_converted(log_, records, legacy_magic)
-                    result.size += chunk.size
-                    budget -= chunk.size
+                        converted = _down_converted(
+                            ctx, tp, log_, records, legacy_magic, limit, p.fetch_offset
+                        )
+                        out.records, size = converted.chunks or b"", converted.size
+                    result.size += size
+                    budget -= size
                     if throttled:
-                        ctx.services.leader_throttle.record(chunk.size, now)  # type: ignore[union-attr]
+                        ctx.services.leader_throttle.record(size, now)  # type: ignore[union-attr]
             except KafkaError as e:
                 out.error_code = e.code
                 result.errors = True
@@ -222,6 +256,6 @@ def _read(
                 log.error("fetch from %s failed: %s", tp, e)
                 out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 result.errors = True
-        topics.append(Resp.FetchableTopicResponse(topic=t.topic, partitions=parts))
+        topics.append(Resp.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
     result.response.responses = topics
     return result

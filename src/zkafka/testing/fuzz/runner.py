@@ -189,6 +189,8 @@ def fence(w: Wire, served: Mapping[int, tuple[int, int]]) -> Wire:
         _, body = read_request_header(payload, peek_fixed_header(payload))
     except Exception:
         return w  # the broker will not act on it either
+    if header.api_key not in (*_CONTROLLER_APIS, ApiKey.CONTROLLED_SHUTDOWN):
+        return w  # a mutated api key made it another request: nothing to fence
     data = bytearray(w.data)
     if header.api_key == ApiKey.CONTROLLED_SHUTDOWN:
         struct.pack_into(">i", data, 4 + body, -1)

@@ -1,0 +1,256 @@
+"""Topic ids (KIP-516) with the client that uses them: confluent-kafka 2.16 (librdkafka 2.16) asks
+Metadata v12 and Fetch v13 when the broker offers them (checked from its own protocol debug log).
+
+The case of the issue: a producer keeps running while its topic is deleted and re-created with
+fewer partitions. From Metadata v10's topic ids librdkafka sees the topic change identity (it logs
+the change): a message for a partition that no longer exists fails promptly with UNKNOWN_PARTITION
+instead of waiting out message.timeout.ms, and the rest reach the new topic.
+
+Observed limit of librdkafka 2.16 (not of the broker): it keeps the old topic's cached leader
+epochs across the id change, so when the old topic's leaders had moved (epochs above the new
+topic's 0) and a new partition's leader differs from the old one's, it ignores the new metadata as
+stale and that partition's messages wait out message.timeout.ms, as they would against Kafka.
+The old topic here keeps its first leaders. A consumer
+then reads the new topic over Fetch v13 (asking by topic id).
+
+Also here: the authorized operations Metadata (v8+) and DescribeCluster answer without an
+authorizer (tests/security/test_security_authorization.py has them with one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition
+from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
+
+from zkafka.client.connection import BrokerConnection
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.protocol import ErrorCode
+from zkafka.protocol.messages import FetchRequest, FetchResponse, MetadataRequest, MetadataResponse
+from zkafka.testing.cluster import running_cluster
+from zkafka.testing.polling import wait_for
+
+TOPIC = "recreated"
+
+
+class _Versions(logging.Handler):
+    """Collects the request versions librdkafka logs with `debug=protocol` ("Sent FetchRequest (v13,
+    ...") and the topic-id changes it logs with `debug=metadata`."""
+
+    SENT = re.compile(r"Sent (\w+)Request \(v(\d+)")
+    ID_CHANGE = re.compile(r"Topic (\S+) changed id from (\S+) to (\S+)")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: dict[str, set[int]] = {}
+        self.id_changes: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        for api, version in self.SENT.findall(message):
+            self.sent.setdefault(api, set()).add(int(version))
+        self.id_changes.extend(self.ID_CHANGE.findall(message))
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    with running_cluster(zookeeper_server, tmp_path_factory.mktemp("topic-ids"), brokers=2) as c:
+        yield c
+
+
+def _logger(handler: _Versions, name: str) -> logging.Logger:
+    logger = logging.getLogger(f"zkafka.test.librdkafka.{name}")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(handler)
+    return logger
+
+
+def _topic_id(admin: AdminClient, topic: str) -> uuid.UUID:
+    description = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
+    bits64 = 2**64 - 1
+    msb = description.topic_id.get_most_significant_bits() & bits64
+    lsb = description.topic_id.get_least_significant_bits() & bits64
+    return uuid.UUID(int=msb << 64 | lsb)
+
+
+def _create(admin: AdminClient, partitions: int) -> bool:
+    """Create the topic; False while the deleted one is still being removed."""
+    try:
+        admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(timeout=60)
+    except KafkaException as e:
+        if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise
+    return True
+
+
+def _librdkafka_text(topic_id: uuid.UUID) -> str:
+    """How librdkafka prints a Uuid: standard base64 without padding."""
+    return base64.b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+@pytest.mark.timeout(240)
+def test_producer_and_consumer_across_a_topic_recreated_with_fewer_partitions(cluster: LocalCluster) -> None:
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    assert _create(admin, 4)
+    first_id = wait_for(lambda: _topic_id(admin, TOPIC), 30, "the topic's id")
+    assert first_id.int != 0
+
+    versions = _Versions()
+    delivered: list[tuple[int, KafkaError | None]] = []
+
+    def report(err: KafkaError | None, msg: object) -> None:
+        delivered.append((msg.partition(), err))  # type: ignore[attr-defined]
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "debug": "protocol,metadata",
+            "topic.metadata.refresh.interval.ms": 500,
+            "message.timeout.ms": 120000,
+            "logger": _logger(versions, "producer"),
+        }
+    )
+    for p in range(4):
+        producer.produce(TOPIC, f"old-{p}".encode(), partition=p, on_delivery=report)
+    assert producer.flush(30) == 0
+    assert sorted(delivered) == [(p, None) for p in range(4)]
+
+    admin.delete_topics([TOPIC])[TOPIC].result(timeout=60)
+    wait_for(lambda: _create(admin, 2), 60, "the topic re-created")
+    second_id = wait_for(lambda: _topic_id(admin, TOPIC), 30, "the new topic's id")
+    assert second_id not in (first_id, uuid.UUID(int=0))
+
+    delivered.clear()
+    started = time.monotonic()
+    try:
+        producer.produce(TOPIC, b"gone", partition=3, on_delivery=report)
+    except KafkaException as e:  # the producer has already seen the new topic
+        assert e.args[0].code() == KafkaError._UNKNOWN_PARTITION
+        delivered.append((3, e.args[0]))
+    for p in range(2):
+        producer.produce(TOPIC, f"new-{p}".encode(), partition=p, on_delivery=report)
+    assert producer.flush(90) == 0
+    assert time.monotonic() - started < 90  # well before message.timeout.ms: nothing waited it out
+    by_partition = dict(delivered)
+    assert by_partition[0] is None and by_partition[1] is None, by_partition
+    assert by_partition[3] is not None and by_partition[3].code() == KafkaError._UNKNOWN_PARTITION
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "topic-ids",
+            "debug": "protocol",
+            "logger": _logger(versions, "consumer"),
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(2)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < 2 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+        assert sorted(values) == [b"new-0", b"new-1"]  # the old topic's records went with it
+    finally:
+        consumer.close()
+    # librdkafka took the new topic for what it is: it logged the id change from the broker's ids
+    assert (TOPIC, _librdkafka_text(first_id), _librdkafka_text(second_id)) in versions.id_changes
+    assert 12 in versions.sent.get("Metadata", set()), versions.sent
+    assert 13 in versions.sent.get("Fetch", set()), versions.sent
+
+
+TOPIC_OPERATIONS = {
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.CREATE,
+    AclOperation.DESCRIBE,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+}
+CLUSTER_OPERATIONS = {
+    AclOperation.CREATE,
+    AclOperation.CLUSTER_ACTION,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.IDEMPOTENT_WRITE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+}
+
+
+@pytest.mark.timeout(120)
+def test_authorized_operations_without_an_authorizer_are_all_supported_ones(cluster: LocalCluster) -> None:
+    """Kafka without an authorizer answers every operation the resource type supports."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    topic = "ops-everything"
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=60)
+    described = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)
+    assert set(described[topic].result(timeout=30).authorized_operations) == TOPIC_OPERATIONS
+    plain = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
+    assert not plain.authorized_operations  # not asked: INT32_MIN on the wire
+    whole = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert set(whole.authorized_operations) == CLUSTER_OPERATIONS
+
+
+@pytest.mark.timeout(120)
+def test_metadata_and_fetch_by_topic_id_on_the_wire(cluster: LocalCluster) -> None:
+    """The corners librdkafka does not reach: Metadata v12 asking by id (a known and an unknown
+    one), an id below v12, and Fetch v13 for an id no topic has."""
+    topic = "by-id"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=60)
+    topic_id = wait_for(lambda: _topic_id(admin, topic), 30, "the topic's id")
+    unknown = uuid.uuid4()
+    Topic = MetadataRequest.MetadataRequestTopic
+
+    async def ask() -> tuple[MetadataResponse, MetadataResponse, FetchResponse]:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+        try:
+            by_id = MetadataRequest(
+                topics=[Topic(topic_id=topic_id, name=None), Topic(topic_id=unknown, name=None)]
+            )
+            v12 = await conn.send(by_id, version=12)
+            v11 = await conn.send(MetadataRequest(topics=[Topic(topic_id=topic_id, name=topic)]), version=11)
+            fetch = FetchRequest(
+                max_wait_ms=0,
+                min_bytes=1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic_id=unknown,
+                        partitions=[
+                            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
+                        ],
+                    )
+                ],
+            )
+            f13 = await conn.send(fetch, version=13)
+            return v12, v11, f13  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    v12, v11, f13 = asyncio.run(ask())
+    answers = {t.topic_id: t for t in v12.topics}
+    assert answers[topic_id].name == topic and answers[topic_id].error_code == 0
+    assert len(answers[topic_id].partitions) == 2
+    assert answers[unknown].name is None and answers[unknown].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert [t.error_code for t in v11.topics] == [ErrorCode.INVALID_REQUEST]
+    [answer] = f13.responses
+    assert answer.topic_id == unknown
+    assert [p.error_code for p in answer.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
