@@ -1,0 +1,122 @@
+"""`zkafka doctor`: check a whole cluster from its ZooKeeper tree (`zkafka.doctor`).
+
+    zkafka doctor --zookeeper 127.0.0.1:2181            # a table of findings, worst first
+    zkafka doctor --zookeeper 127.0.0.1:2181 --json     # the same as one JSON document
+    zkafka doctor --zookeeper 127.0.0.1:2181 --fix      # then apply the safe fixes, after asking
+
+Exit status as monitoring plugins use it: 0 healthy, 1 warnings only, 2 anything critical (after
+`--fix`: of what is left), 3 when the cluster could not be checked at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from zkafka.cli.errors import CliError
+from zkafka.cli.output import console, print_table
+from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.doctor import DoctorSettings, Finding, diagnose, exit_status
+from zkafka.doctor.repair import apply_repairs
+
+UNKNOWN = 3
+"""Monitoring plugins' "could not check" status."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check the cluster's ZooKeeper metadata and partitions; exit 0 healthy, 1 warnings, 2 critical",
+    )
+    add_target_args(p, bootstrap=None, zookeeper="ZooKeeper connect string, with the cluster's chroot")
+    p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
+    p.add_argument("--fix", action="store_true", help="apply the safe fixes after confirmation")
+    p.add_argument("--yes", action="store_true", help="with --fix: do not ask")
+    p.add_argument(
+        "--stale-minutes",
+        type=float,
+        default=DoctorSettings.stale_request_minutes,
+        help="admin requests older than this are reported as stuck (default %(default)s)",
+    )
+    p.add_argument(
+        "--min-insync-replicas",
+        type=int,
+        default=DoctorSettings.min_insync_replicas,
+        help="the brokers' min.insync.replicas, for topics without their own (default %(default)s; "
+        "a cluster-wide dynamic value in /config/brokers/<default> wins)",
+    )
+    p.add_argument(
+        "--leader-imbalance-per-broker-percentage",
+        type=int,
+        default=DoctorSettings.leader_imbalance_per_broker_percentage,
+        help="the brokers' leader.imbalance.per.broker.percentage (default %(default)s)",
+    )
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper (default 10)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = DoctorSettings(
+        min_insync_replicas=args.min_insync_replicas,
+        leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
+        stale_request_minutes=args.stale_minutes,
+    )
+    try:
+        with open_zookeeper(args.zookeeper, args.timeout) as zk:
+            view, findings = diagnose(zk, settings)
+            if args.fix and any(f.repair for f in findings) and _confirmed(findings, args.yes):
+                for finding, outcome in apply_repairs(zk, findings):
+                    print(f"{finding.repair.description}: {outcome}", file=sys.stderr)  # type: ignore[union-attr]
+                view, findings = diagnose(zk, settings)
+    except CliError as e:
+        print(f"zkafka doctor: {e}", file=sys.stderr)
+        return UNKNOWN
+    summary = (
+        f"{len(view.brokers)} broker(s), {len(view.topics)} topic(s), {len(view.states)} partition state(s)"
+    )
+    if args.json:
+        json.dump(
+            {
+                "summary": summary,
+                "status": exit_status(findings),
+                "findings": [f.as_json() for f in findings],
+            },
+            sys.stdout,
+            indent=2,
+        )
+        print()
+    else:
+        _print_table(summary, findings)
+    return exit_status(findings)
+
+
+def _print_table(summary: str, findings: list[Finding]) -> None:
+    from rich.table import Table
+
+    out = console()
+    if not findings:
+        out.print(f"healthy: {summary}, no findings")
+        return
+    table = Table(title=f"{len(findings)} finding(s) on {summary}")
+    for column in ("SEVERITY", "CHECK", "SUBJECT", "MESSAGE", "FIX"):
+        table.add_column(column, overflow="fold" if out.is_terminal else "ignore")
+    for f in findings:
+        fix = f.fix + (" [--fix: " + f.repair.description + "]" if f.repair else "")
+        table.add_row(f.severity.label, f.check, f.subject, f.message, fix)
+    print_table(out, table)
+
+
+def _confirmed(findings: list[Finding], yes: bool) -> bool:
+    repairs = [f.repair for f in findings if f.repair is not None]
+    for r in repairs:
+        print(f"would {r.description}", file=sys.stderr)
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        print(
+            "zkafka doctor: not applying fixes without a terminal to confirm on; pass --yes", file=sys.stderr
+        )
+        return False
+    answer = input(f"apply {len(repairs)} fix(es)? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")

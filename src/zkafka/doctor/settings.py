@@ -1,0 +1,16 @@
+"""The thresholds a doctor run uses, with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DoctorSettings:
+    min_insync_replicas: int = 1
+    """The broker default (`min.insync.replicas`), for topics without their own."""
+    leader_imbalance_per_broker_percentage: int = 10
+    stale_request_minutes: float = 30.0
+    """An admin request (reassignment, preferred election, deletion) older than this is stuck."""
+    now_ms: int | None = None
+    """The clock the ages are measured against (None: now)."""

@@ -1,0 +1,65 @@
+"""`zkafka doctor` as an operator runs it, on a real 3-broker cluster: healthy is exit 0 with no
+findings; a SIGKILLed broker is found within a run (offline and under-replicated partitions, exit
+2); `--json` is one document; `--fix --yes` removes configs left for a deleted topic and nothing else."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from cluster_helpers import Cluster, create_topic, running, topic_name, wait_for, zkafka_cli
+
+from zkafka.local.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture
+def cluster(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running(zookeeper_server, tmp_path_factory.mktemp("doctor"), brokers=3) as c:
+        yield c
+
+
+def _doctor(cluster: Cluster, *args: str) -> tuple[int, dict]:
+    done = zkafka_cli("doctor", "--zookeeper", cluster.local.zookeeper_connect, "--json", *args)
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert "Traceback" not in done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_doctor_on_a_live_cluster(cluster: Cluster) -> None:
+    single, triple = topic_name("single"), topic_name("triple")
+    create_topic(cluster, single, {0: [3]})
+    create_topic(cluster, triple, {0: [1, 2, 3], 1: [2, 3, 1]})
+
+    status, report = _doctor(cluster)
+    assert (status, report["findings"]) == (0, []), report
+    table = zkafka_cli("doctor", "--zookeeper", cluster.local.zookeeper_connect)
+    assert table.returncode == 0 and "healthy" in table.stdout
+
+    cluster.kill(3)
+    wait_for(lambda: 3 not in cluster.registered(), 30, "broker 3's registration to expire")
+    wait_for(lambda: 3 not in cluster.state(triple, 0)["isr"], 30, "the ISR to shrink")
+    status, report = _doctor(cluster)
+    found = {(f["check"], f["subject"]): f for f in report["findings"]}
+    assert status == 2
+    assert found[("partition-offline", f"{single}-0")]["severity"] == "critical"
+    assert found[("partition-under-replicated", f"{triple}-0")]["severity"] == "warning"
+    assert ("replica-on-unknown-broker", "broker 3") in found
+
+    # Configs left for a topic that is gone (the controller removes stale deletion requests by
+    # itself, not these): --fix without --yes and without a terminal refuses; with --yes it repairs.
+    orphan = "/config/topics/no-such-topic"
+    cluster.zk.create(orphan, b'{"version":1,"config":{"retention.ms":"1000"}}')
+    done = zkafka_cli("doctor", "--zookeeper", cluster.local.zookeeper_connect, "--fix")
+    assert "pass --yes" in done.stderr and cluster.exists(orphan)
+    done = zkafka_cli("doctor", "--zookeeper", cluster.local.zookeeper_connect, "--fix", "--yes")
+    assert f"delete {orphan}: done" in done.stderr, done.stderr
+    assert not cluster.exists(orphan)
+    assert cluster.exists(f"/brokers/topics/{single}")  # nothing but the repair was touched
+    assert done.returncode == 2  # broker 3 is still down
+
+
+def test_doctor_cannot_reach_zookeeper_is_unknown() -> None:
+    done = zkafka_cli("doctor", "--zookeeper", "127.0.0.1:1", "--timeout", "1")
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr and done.stderr.strip()
