@@ -464,9 +464,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         way after a failed SASL authentication."""
         if not self._closing and not self._closed:
             self._closing = True
-            limited.log(
-                logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s", self.peer, reason
-            )
+            limited.log(logging.INFO, ("closing", reason[:48]), "closing connection from %s: %s",
+                        self.peer, reason)
 
     @property
     def waiting_on_broker(self) -> bool:
