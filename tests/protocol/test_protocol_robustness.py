@@ -129,3 +129,19 @@ def test_hostile_frames(raw: str) -> None:
         decode_request(bytes.fromhex(raw))
     assert time.perf_counter() - start < 0.1
     assert info.value.header is not None and info.value.header.correlation_id == 1
+
+
+def test_one_extra_empty_tag_byte_is_accepted_only_where_clients_send_it() -> None:
+    """librdkafka 2.x ends AlterUserScramCredentials with one extra empty tagged-field byte, which
+    Kafka ignores; exactly that is accepted there, and nothing else after a body anywhere."""
+    from zkafka.protocol.messages import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+
+    header = RequestHeader(51, 0, 7, "rdkafka")
+    frame = bytes(encode_request(header, AlterUserScramCredentialsRequest(deletions=[], upsertions=[])))[4:]
+    assert decode_request(frame + b"\0")[1] == decode_request(frame)[1]
+    for extra in (b"\1", b"\0\0"):
+        with pytest.raises(MalformedRequestError, match="after the body"):
+            decode_request(frame + extra)
+    describe = bytes(encode_request(RequestHeader(50, 0, 8, "c"), DescribeUserScramCredentialsRequest()))[4:]
+    with pytest.raises(MalformedRequestError, match="after the body"):
+        decode_request(describe + b"\0")

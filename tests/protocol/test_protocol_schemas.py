@@ -51,7 +51,7 @@ def test_generate_check_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 # The only flexible versions the broker advertises: controller-answered admin APIs and the admin
 # APIs Kafka's clients use when offered (api_versions.py).
-FLEXIBLE_ADVERTISED = {16: [3, 4], 35: [2], 43: [2], 44: [1], 45: [0], 46: [0], 60: [0]}
+FLEXIBLE_ADVERTISED = {16: [3, 4], 35: [2], 43: [2], 44: [1], 45: [0], 46: [0], 50: [0], 51: [0], 60: [0]}
 
 
 def test_broker_table_is_servable_and_non_flexible() -> None:

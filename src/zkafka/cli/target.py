@@ -11,8 +11,10 @@ are used, so
     zkafka console-consumer --topic t --from-beginning
 
 needs no port copied. With no such cluster running the command stops with one line saying what to
-pass. This module is the only place that reads a local cluster's address for a tool, and
-`open_zookeeper` the one way an admin tool opens its `--zookeeper` session.
+pass. This module is the only place that reads a local cluster's address for a tool,
+`open_zookeeper` the one way an admin tool opens its `--zookeeper` session, and `client_security`
+the one way a tool turns a client config file (`--command-config`, `--producer.config`, ...) into the
+TLS/SASL settings of its broker connections.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from zkafka.cli.errors import CliError
 from zkafka.cli.output import quiet_libraries
 
 if TYPE_CHECKING:
+    from zkafka.client.security import ClientSecurity
     from zkafka.local.launcher import LocalCluster
     from zkafka.zk.client import KafkaZkClient
 
@@ -83,6 +86,33 @@ def add_target_args(
         f"(default {DEFAULT_CLUSTER_DIR})",
     )
     parser.set_defaults(**{_FILLS: "bootstrap_server" if bootstrap is not None else "zookeeper"})
+
+
+def add_command_config_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--command-config FILE`: Kafka's client keys for the brokers' listener (security.protocol,
+    sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*; see `client_security`)."""
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client config (security.protocol, sasl.*, ssl.*) for --bootstrap-server",
+    )
+
+
+def client_security(path: str | Path | None, flag: str = "--command-config") -> ClientSecurity | None:
+    """The TLS/SASL settings in a Kafka client properties file (None without one): Kafka's keys
+    `security.protocol`, `sasl.mechanism`, `sasl.jaas.config` (or librdkafka's `sasl.username`/
+    `sasl.password`), `ssl.truststore.*`, `ssl.keystore.*` (or `ssl.ca.location`,
+    `ssl.certificate.location`, `ssl.key.location`). A file that cannot be read or a config that
+    cannot work is a one-line CliError naming `flag`, never a secret."""
+    if path is None:
+        return None
+    from zkafka.client.security import ClientSecurity
+    from zkafka.config.properties import load_properties
+
+    try:
+        return ClientSecurity.from_config(load_properties(path))
+    except (ValueError, OSError) as e:
+        raise CliError(f"{flag} {path}: {e}") from None
 
 
 def fill_from_local_cluster(args: argparse.Namespace) -> None:

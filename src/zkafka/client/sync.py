@@ -112,6 +112,8 @@ class SyncAdminClient(_SyncClient):
     elect_leaders = _blocking(AdminClient.elect_leaders)
     alter_partition_reassignments = _blocking(AdminClient.alter_partition_reassignments)
     list_partition_reassignments = _blocking(AdminClient.list_partition_reassignments)
+    describe_user_scram_credentials = _blocking(AdminClient.describe_user_scram_credentials)
+    alter_user_scram_credentials = _blocking(AdminClient.alter_user_scram_credentials)
 
 
 class SyncProducer(_SyncClient):

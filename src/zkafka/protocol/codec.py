@@ -217,12 +217,22 @@ def decode_body(api_key: int, kind: str, version: int, body: bytes | bytearray |
     return _decode_at(api_key, kind, version, buf, 0)
 
 
-def _decode_at(api_key: int, kind: str, version: int, buf: memoryview, p: int) -> Message:
+_EXTRA_EMPTY_TAGS = frozenset({ApiKey.ALTER_USER_SCRAM_CREDENTIALS})
+"""Requests that some clients end with one extra empty tagged-field byte (librdkafka 2.x's
+AlterUserScramCredentials does). Kafka ignores bytes after a request body, so it accepts them; here
+exactly that one zero byte is accepted for these APIs, and anything else after a body stays malformed."""
+
+
+def _decode_at(
+    api_key: int, kind: str, version: int, buf: memoryview, p: int, *, extra_empty_tags: bool = False
+) -> Message:
     fn = _decoders.get((api_key, kind, version)) or decoder(api_key, kind, version)
     try:
         message, p = fn(buf, p)
     except _CODEC_FAILURES as exc:
         raise DecodeError(f"bad {api_name(api_key)} {kind} v{version}: {exc}") from exc
+    if extra_empty_tags and len(buf) - p == 1 and buf[p] == 0:
+        return message
     if p != len(buf):
         raise DecodeError(f"{api_name(api_key)} {kind} v{version}: {len(buf) - p} bytes after the body")
     return message
@@ -281,7 +291,14 @@ def decode_request(
         )
     header, p = headers.read_request_header(buf, fixed)
     try:
-        request = _decode_at(header.api_key, "request", header.api_version, buf, p)
+        request = _decode_at(
+            header.api_key,
+            "request",
+            header.api_version,
+            buf,
+            p,
+            extra_empty_tags=header.api_key in _EXTRA_EMPTY_TAGS,
+        )
     except DecodeError as exc:
         raise MalformedRequestError(str(exc), header) from exc
     return header, request

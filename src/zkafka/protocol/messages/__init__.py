@@ -15,6 +15,10 @@ from zkafka.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from zkafka.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from zkafka.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -70,6 +74,10 @@ from zkafka.protocol.messages.describe_groups import (
 from zkafka.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
+)
+from zkafka.protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -203,6 +211,8 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsRequest,
     46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
+    50: DescribeUserScramCredentialsRequest,
+    51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
 }
 
@@ -245,6 +255,8 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     45: AlterPartitionReassignmentsResponse,
     46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
+    50: DescribeUserScramCredentialsResponse,
+    51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
 }
 
@@ -255,6 +267,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "ControlledShutdownRequest",
@@ -283,6 +297,8 @@ __all__ = [
     "DescribeGroupsResponse",
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "FetchRequest",

@@ -10,6 +10,7 @@ from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import (
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_acls,
@@ -24,6 +25,7 @@ from zkafka.protocol.schemas import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -89,6 +91,8 @@ _MODULES = (
     delete_acls,
     describe_log_dirs,
     describe_cluster,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}
