@@ -42,6 +42,7 @@ COMMANDS = {
     "leader-election": "zkafka.cli.leader_election",
     "pipeline": "zkafka.cli.pipeline",
     "acls": "zkafka.cli.acls",
+    "zookeeper-security-migration": "zkafka.cli.zk_security_migration",
 }
 """command name -> the module whose `register` adds it (one module may add several commands)."""
 

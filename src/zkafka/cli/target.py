@@ -179,16 +179,24 @@ def open_zookeeper(
     """A ZooKeeper session for an admin command. The chroot must already exist unless
     `create_chroot` (a tool never creates one by accident: a typo would otherwise look like an
     empty cluster), and hold `cluster_znode` when one is named; `flag` names the connect string in
-    errors as the user gave it."""
+    errors as the user gave it. With ZooKeeper credentials (`zookeeper_credentials`: the JAAS `Client`
+    section `KAFKA_OPTS` names, as Kafka's tools take them) the session authenticates and the znodes it
+    creates carry secure ACLs, as Kafka's tools do when their JAAS login is set."""
+    from zkafka.security.zookeeper_auth import zookeeper_credentials
     from zkafka.zk.client import KafkaZkClient
     from zkafka.zk.errors import ZkConnectionError, ZkError
 
     quiet_libraries()  # our one-line error says what kazoo would in many
     try:
+        auth = zookeeper_credentials()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="No chroot path exists")
             zk = KafkaZkClient(
-                connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=create_chroot
+                connect,
+                connection_timeout_ms=int(timeout_s * 1000),
+                create_chroot=create_chroot,
+                auth=auth,
+                secure_acls=auth is not None,
             )
     except ValueError as e:
         raise CliError(f"bad {flag} {connect!r}: {e}") from None
