@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,13 +106,29 @@ def client_security(path: str | Path | None, flag: str = "--command-config") -> 
     cannot work is a one-line CliError naming `flag`, never a secret."""
     if path is None:
         return None
-    from zkafka.client.security import ClientSecurity
     from zkafka.config.properties import load_properties
 
     try:
-        return ClientSecurity.from_config(load_properties(path))
+        props = load_properties(path)
     except (ValueError, OSError) as e:
         raise CliError(f"{flag} {path}: {e}") from None
+    return split_security(props, f"{flag} {path}")[0]
+
+
+def split_security(props: Mapping[str, str], source: str) -> tuple[ClientSecurity | None, dict[str, str]]:
+    """(the TLS/SASL settings of Kafka client properties, None for PLAINTEXT; the other properties),
+    for tools whose config files and `--*-property` flags mix both (console and perf tools)."""
+    from zkafka.client.security import ClientSecurity, is_security_key
+
+    security = {k: v for k, v in props.items() if is_security_key(k)}
+    rest = {k: v for k, v in props.items() if not is_security_key(k)}
+    if not security:
+        return None, rest
+    try:
+        found = ClientSecurity.from_config(security)
+    except ValueError as e:
+        raise CliError(f"{source}: {e}") from None
+    return (None if found.protocol == "PLAINTEXT" else found), rest
 
 
 def fill_from_local_cluster(args: argparse.Namespace) -> None:
