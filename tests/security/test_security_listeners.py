@@ -4,9 +4,8 @@ One broker with PLAINTEXT, SSL (mTLS requested), SASL_PLAINTEXT and SASL_SSL lis
 written to ZooKeeper as Kafka writes them. confluent-kafka and kafka-python produce and consume over
 SASL_SSL with SCRAM-SHA-512, SASL_PLAINTEXT with PLAIN, and SSL with a client certificate, aiokafka
 (admin, produce, group consume) and kcat (produce, consume, group consume, metadata) over the two SASL
-ones; wrong
-passwords, unknown mechanisms, requests before authentication and hostile bytes get Kafka's answers
-and leave the broker serving everyone else with no traceback in its log.
+ones; wrong passwords, unknown mechanisms, requests before authentication and hostile bytes get Kafka's
+answers and leave the broker serving everyone else with no traceback in its log.
 """
 
 from __future__ import annotations
