@@ -58,6 +58,21 @@ DEFAULT_SESSION_TIMEOUT_MS = 18000
 T = TypeVar("T")
 
 
+def _create_missing(
+    call: Callable[..., Any], zk: KazooClient, path: str, acls: Callable[[str], list[ACL]]
+) -> None:
+    """Create every missing znode of `path` (parents first) as an empty persistent znode with
+    `acls(its path)`; kazoo's ensure_path would give the parents the leaf's ACLs."""
+    parts = [p for p in path.split("/") if p]
+    for i in range(1, len(parts) + 1):
+        current = "/" + "/".join(parts[:i])
+        if call(zk.exists, current) is None:
+            try:
+                call(zk.create, current, b"", acl=acls(current))
+            except NodeExistsError:
+                pass
+
+
 def _fast_reconnect_retry() -> dict[str, Any]:
     # kazoo's default reconnect backoff grows to an hour; Kafka's client reconnects within ~1 s.
     return {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
@@ -125,15 +140,8 @@ class ZkSession:
         bootstrap = self._new_kazoo(self.connect_string.hosts)
         self._start(bootstrap)
         try:
-            parts = [p for p in chroot.split("/") if p]
-            for i in range(1, len(parts) + 1):
-                path = "/" + "/".join(parts[:i])
-                if bootstrap.retry(bootstrap.exists, path) is None:
-                    try:
-                        # The chroot's own ACLs are a cluster path's (creator-all + world-read).
-                        bootstrap.retry(bootstrap.create, path, b"", acl=default_acls("/", self.secure_acls))
-                    except NodeExistsError:
-                        pass
+            # The chroot (and any parent of it) gets a cluster path's ACLs (creator-all + world-read).
+            _create_missing(bootstrap.retry, bootstrap, chroot, lambda _: default_acls("/", self.secure_acls))
         finally:
             bootstrap.stop()
             bootstrap.close()
@@ -256,16 +264,8 @@ class ZkSession:
     def ensure_path(self, path: str) -> None:
         """Create `path` and its parents as empty persistent znodes where missing, each with its
         own path's ACLs."""
-        if self.call(self._zk.exists, path) is not None:
-            return
-        parts = [p for p in path.split("/") if p]
-        for i in range(1, len(parts) + 1):
-            current = "/" + "/".join(parts[:i])
-            if self.call(self._zk.exists, current) is None:
-                try:
-                    self.call(self._zk.create, current, b"", acl=self.acls(current))
-                except NodeExistsError:
-                    pass
+        if self.call(self._zk.exists, path) is None:
+            _create_missing(self.call, self._zk, path, self.acls)
 
     def create(
         self,
