@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,17 +56,14 @@ class InterBrokerCluster:
     local: LocalCluster
     zk: KazooClient
     internal_ports: dict[int, int]
-    ca_path: Path
+    client_security: dict[str, str]
+    """librdkafka keys of the admin client on the internal listener."""
 
     def client_config(self, **extra: Any) -> dict[str, Any]:
         alive = [p for b, p in self.internal_ports.items() if self.local.broker_alive(b)]
         return {
             "bootstrap.servers": ",".join(f"127.0.0.1:{p}" for p in alive),
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-            "ssl.ca.location": str(self.ca_path),
+            **self.client_security,
             **extra,
         }
 
@@ -93,12 +91,12 @@ class InterBrokerCluster:
         return self.local.brokers[broker_id].log_path.read_text(errors="replace")
 
 
-@pytest.fixture
-def cluster(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> Iterator[InterBrokerCluster]:
-    ca = trustme.CA()
-    keystore, ca_path = tmp_path / "broker.pem", tmp_path / "ca.pem"
-    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(keystore))
-    ca.cert_pem.write_to_path(str(ca_path))
+@contextmanager
+def inter_broker_cluster(
+    zookeeper_server: ZooKeeperServer, tmp_path: Path, brokers: int, protocol: str, props: dict[str, str]
+) -> Iterator[InterBrokerCluster]:
+    """`brokers` brokers with a PLAINTEXT listener (the fixtures' readiness check) and an INTERNAL
+    one of `protocol`, the inter-broker listener; `props` are its security keys."""
     local = LocalCluster(
         tmp_path / "cluster", zookeeper_connect=zookeeper_server.connect_string + new_chroot("ib")
     )
@@ -110,40 +108,68 @@ def cluster(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Inter
     local.broker_overrides.update(TEST_BROKER_DEFAULTS)
     local.broker_overrides.update(FAST)
     internal_ports: dict[int, int] = {}
-    for bid in (1, 2, 3):
+    for bid in range(1, brokers + 1):
         plaintext, internal = free_port(), free_port()
         internal_ports[bid] = internal
         local.add_broker(
             bid,
             {
                 "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},INTERNAL://127.0.0.1:{internal}",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+                "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,INTERNAL:{protocol}",
                 "inter.broker.listener.name": "INTERNAL",
-                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-                "listener.name.internal.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
-                "ssl.keystore.type": "PEM",
-                "ssl.keystore.location": str(keystore),
-                "ssl.truststore.type": "PEM",
-                "ssl.truststore.location": str(ca_path),
                 "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                "super.users": "User:broker;User:admin",
+                **props,
             },
             port=plaintext,
         )
     kazoo = KazooClient(hosts=local.zookeeper_connect, timeout=10)
     kazoo.start(15)
     try:
-        for bid in (1, 2, 3):
+        for bid in range(1, brokers + 1):
             local.start_broker(bid)
         wait_until_ready(local, 90)
-        yield InterBrokerCluster(local, kazoo, internal_ports, ca_path)
+        yield InterBrokerCluster(local, kazoo, internal_ports, {})
     finally:
         kazoo.stop()
         kazoo.close()
         for bid in list(local.brokers):
             if local.broker_alive(bid):
                 local.kill_broker(bid)
+
+
+def make_ca(tmp_path: Path) -> tuple[trustme.CA, Path, Path]:
+    """A CA, a broker keystore (PEM: key and chain; CN=broker, for localhost and 127.0.0.1) and the
+    CA file."""
+    ca = trustme.CA()
+    keystore, ca_path = tmp_path / "broker.pem", tmp_path / "ca.pem"
+    cert = ca.issue_cert("localhost", "127.0.0.1", common_name="broker")
+    cert.private_key_and_cert_chain_pem.write_to_path(str(keystore))
+    ca.cert_pem.write_to_path(str(ca_path))
+    return ca, keystore, ca_path
+
+
+@pytest.fixture
+def cluster(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> Iterator[InterBrokerCluster]:
+    _, keystore, ca_path = make_ca(tmp_path)
+    props = {
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.internal.scram-sha-512.sasl.jaas.config": BROKER_JAAS,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca_path),
+        "super.users": "User:broker;User:admin",
+    }
+    with inter_broker_cluster(zookeeper_server, tmp_path, 3, "SASL_SSL", props) as c:
+        c.client_security = {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "admin",
+            "sasl.password": ADMIN_PASSWORD,
+            "ssl.ca.location": str(ca_path),
+        }
+        yield c
 
 
 def produce(cluster: InterBrokerCluster, topic: str, values: list[bytes]) -> None:
@@ -202,3 +228,43 @@ def test_replication_controller_and_controlled_shutdown_over_sasl_ssl(cluster: I
         text = cluster.log_text(bid)
         assert "AUTHORIZATION_FAILED" not in text and "Authentication failed" not in text, bid
         assert BROKER_PASSWORD not in text and ADMIN_PASSWORD not in text
+
+
+def test_replication_over_an_mtls_inter_broker_listener(
+    zookeeper_server: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """SSL with `ssl.client.auth=required`: the brokers present their keystore as client certificate,
+    and their principal is its mapped DN (CN=broker,... -> User:broker), the only super user besides the
+    admin: without the certificate every controller request would be refused."""
+    ca, keystore, ca_path = make_ca(tmp_path)
+    admin_cert = ca.issue_cert(common_name="admin", organization_unit_name="clients")
+    admin_chain, admin_key = tmp_path / "admin.crt", tmp_path / "admin.key"
+    admin_cert.cert_chain_pems[0].write_to_path(str(admin_chain))
+    admin_cert.private_key_pem.write_to_path(str(admin_key))
+    props = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca_path),
+        "listener.name.internal.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
+        "super.users": "User:broker;User:admin",
+    }
+    with inter_broker_cluster(zookeeper_server, tmp_path, 2, "SSL", props) as c:
+        c.client_security = {
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(ca_path),
+            "ssl.certificate.location": str(admin_chain),
+            "ssl.key.location": str(admin_key),
+        }
+        create_topic(c, "mtls", [1, 2])
+        produce(c, "mtls", [b"m-%d" % i for i in range(100)])
+        leader = c.state("mtls")["leader"]
+        follower = 3 - leader
+        wait_for(
+            lambda: c.log_bytes(follower, "mtls") == c.log_bytes(leader, "mtls"),
+            60,
+            "the follower's log to equal the leader's",
+        )
+        for bid in (1, 2):
+            assert "AUTHORIZATION_FAILED" not in c.log_text(bid)
