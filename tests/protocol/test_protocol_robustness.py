@@ -129,3 +129,18 @@ def test_hostile_frames(raw: str) -> None:
         decode_request(bytes.fromhex(raw))
     assert time.perf_counter() - start < 0.1
     assert info.value.header is not None and info.value.header.correlation_id == 1
+
+
+def test_bytes_after_a_flexible_body_are_ignored_as_kafka_ignores_them() -> None:
+    """librdkafka 2.x ends AlterUserScramCredentials with one extra empty tagged-field byte and
+    leaves 3 spare bytes after its Metadata v9+ "all topics" request; Kafka ignores bytes after a
+    flexible body, so we do too. A classic (non-flexible) body must still end exactly."""
+    from zkafka.protocol.messages import AlterUserScramCredentialsRequest, MetadataRequest
+
+    header = RequestHeader(51, 0, 7, "rdkafka")
+    frame = bytes(encode_request(header, AlterUserScramCredentialsRequest(deletions=[], upsertions=[])))[4:]
+    for extra in (b"\0", b"\1", b"\0\0\0"):
+        assert decode_request(frame + extra)[1] == decode_request(frame)[1]
+    classic = bytes(encode_request(RequestHeader(3, 8, 8, "c"), MetadataRequest(topics=None)))[4:]
+    with pytest.raises(MalformedRequestError, match="after the body"):
+        decode_request(classic + b"\0")

@@ -50,8 +50,9 @@ def test_generate_check_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # The only flexible versions the broker advertises: controller-answered admin APIs, the admin
-# APIs Kafka's clients use when offered (client quotas among them), Fetch and Metadata with topic
-# ids, and UpdateMetadata v6-7 which zkafka's controller sends for its topic ids (api_versions.py).
+# APIs Kafka's clients use when offered (client quotas and SCRAM credentials among them), Fetch
+# and Metadata with topic ids, and UpdateMetadata v6-7 which zkafka's controller sends for its
+# topic ids (api_versions.py).
 FLEXIBLE_ADVERTISED = {
     1: [12, 13],
     3: [9, 10, 11, 12],
@@ -64,6 +65,8 @@ FLEXIBLE_ADVERTISED = {
     46: [0],
     48: [1],
     49: [1],
+    50: [0],
+    51: [0],
     60: [0],
 }
 

@@ -10,7 +10,12 @@ import pytest
 from zkafka.config import BrokerConfig
 from zkafka.protocol import ApiKey
 from zkafka.server.authorization import authorizer_enabled
-from zkafka.server.security import SaslSession, SecurityConfigError, build_listener_security
+from zkafka.server.security import (
+    SaslSession,
+    SecurityConfigError,
+    build_listener_security,
+    inter_broker_client_security,
+)
 
 PLAIN_JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";'
 
@@ -49,17 +54,43 @@ def test_plain_needs_its_jaas_users_and_never_shows_them() -> None:
     assert sec.mechanisms == ("PLAIN",) and sec.is_sasl
 
 
-def test_the_inter_broker_listener_must_be_plaintext() -> None:
-    with pytest.raises(SecurityConfigError, match="inter-broker"):
-        build_listener_security(
+def test_inter_broker_sasl_logs_in_with_the_listener_jaas_user() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="broker" password="broker-pw" user_broker="broker-pw";'
+    )
+    cfg = config(
+        **{
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        }
+    )
+    build_listener_security(cfg, None)
+    sec = inter_broker_client_security(cfg)
+    assert sec is not None and sec.protocol == "SASL_PLAINTEXT" and sec.mechanism == "PLAIN"
+    assert (sec.username, sec.password) == ("broker", "broker-pw") and sec.ssl_context is None
+    assert "broker-pw" not in repr(sec)
+    assert inter_broker_client_security(config()) is None  # PLAINTEXT
+
+
+def test_inter_broker_sasl_refusals_name_no_secret() -> None:
+    base = {"inter.broker.listener.name": "SASL_PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN"}
+    # Kafka's default inter-broker mechanism is GSSAPI, which this listener does not serve.
+    with pytest.raises(SecurityConfigError, match=r"sasl\.mechanism\.inter\.broker\.protocol GSSAPI"):
+        build_listener_security(config(**base, **{"sasl.jaas.config": PLAIN_JAAS}), None)
+    # A server-only JAAS config (user_ entries, no username/password) cannot log the broker in.
+    with pytest.raises(SecurityConfigError, match="inter-broker listener SASL_PLAINTEXT") as info:
+        inter_broker_client_security(
             config(
-                **{
-                    "inter.broker.listener.name": "SASL_PLAINTEXT",
-                    "sasl.enabled.mechanisms": "PLAIN",
-                    "sasl.jaas.config": PLAIN_JAAS,
-                }
-            ),
-            None,
+                **base, **{"sasl.mechanism.inter.broker.protocol": "PLAIN", "sasl.jaas.config": PLAIN_JAAS}
+            )
+        )
+    assert '"pw"' not in str(info.value)
+    with pytest.raises(SecurityConfigError, match=r"listener\.name\.sasl_plaintext\.scram-sha-512"):
+        inter_broker_client_security(
+            config(**base, **{"sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"})
         )
 
 

@@ -2,9 +2,10 @@
 
 One broker with PLAINTEXT, SSL (mTLS requested), SASL_PLAINTEXT and SASL_SSL listeners; SCRAM users
 written to ZooKeeper as Kafka writes them. confluent-kafka and kafka-python produce and consume over
-SASL_SSL with SCRAM-SHA-512, SASL_PLAINTEXT with PLAIN, and SSL with a client certificate; wrong
-passwords, unknown mechanisms, requests before authentication and hostile bytes get Kafka's answers
-and leave the broker serving everyone else with no traceback in its log.
+SASL_SSL with SCRAM-SHA-512, SASL_PLAINTEXT with PLAIN, and SSL with a client certificate, aiokafka
+(admin, produce, group consume) and kcat (produce, consume, group consume, metadata) over the two SASL
+ones; wrong passwords, unknown mechanisms, requests before authentication and hostile bytes get Kafka's
+answers and leave the broker serving everyone else with no traceback in its log.
 """
 
 from __future__ import annotations
@@ -474,3 +475,138 @@ def test_scram_credentials_made_with_zkafka_configs_log_in(secure: SecureCluster
     assert configs("--describe").stdout.endswith(
         "Configs for user-principal 'dora' are producer_byte_rate=1024\n"
     )
+
+
+def _aiokafka_security(sc: SecureCluster, kind: str) -> dict[str, object]:
+    from aiokafka.helpers import create_ssl_context
+
+    if kind == "sasl_ssl_scram":
+        return dict(
+            bootstrap_servers=f"127.0.0.1:{sc.sasl_ssl}",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username=SCRAM_USER,
+            sasl_plain_password=SCRAM_PASSWORD,
+            ssl_context=create_ssl_context(cafile=str(sc.ca_path)),
+        )
+    return dict(
+        bootstrap_servers=f"127.0.0.1:{sc.sasl_plaintext}",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username=ADMIN,
+        sasl_plain_password=ADMIN_PASSWORD,
+    )
+
+
+@pytest.mark.parametrize("kind", ["sasl_ssl_scram", "sasl_plain"])
+def test_aiokafka_admin_produces_and_consumes_in_a_group(secure: SecureCluster, kind: str) -> None:
+    pytest.importorskip("aiokafka")
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    topic = f"aio-{kind.replace('_', '-')}"
+
+    async def run() -> list[bytes]:
+        admin = AIOKafkaAdminClient(**_aiokafka_security(secure, kind))
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+            assert topic in await admin.list_topics()
+        finally:
+            await admin.close()
+        producer = AIOKafkaProducer(acks="all", **_aiokafka_security(secure, kind))
+        await producer.start()
+        try:
+            for i in range(6):
+                await producer.send_and_wait(topic, f"v{i}".encode(), partition=i % 2)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic, group_id=f"g-{topic}", auto_offset_reset="earliest", **_aiokafka_security(secure, kind)
+        )
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            async with asyncio.timeout(60):
+                while len(got) < 6:
+                    batches = await consumer.getmany(timeout_ms=500)
+                    got.extend(r.value for records in batches.values() for r in records)
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return got
+
+    assert sorted(asyncio.run(run())) == [f"v{i}".encode() for i in range(6)]
+
+
+def _kcat_security(sc: SecureCluster, kind: str) -> list[str]:
+    if kind == "sasl_ssl_scram":
+        settings = {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": SCRAM_USER,
+            "sasl.password": SCRAM_PASSWORD,
+            "ssl.ca.location": str(sc.ca_path),
+        }
+        port = sc.sasl_ssl
+    else:
+        settings = {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": ALICE,
+            "sasl.password": ALICE_PASSWORD,
+        }
+        port = sc.sasl_plaintext
+    args = ["-b", f"127.0.0.1:{port}"]
+    for key, value in settings.items():
+        args += ["-X", f"{key}={value}"]
+    return args
+
+
+@pytest.mark.parametrize("kind", ["sasl_ssl_scram", "sasl_plain"])
+def test_kcat_produces_consumes_and_lists(secure: SecureCluster, kind: str) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("kcat") is None:
+        pytest.skip("kcat is not installed")
+    topic = f"kcat-{kind.replace('_', '-')}"
+    security = _kcat_security(secure, kind)
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(_client_config(secure, kind))
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    produced = subprocess.run(
+        ["kcat", *security, "-P", "-t", topic],
+        input="one\ntwo\nthree\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        ["kcat", *security, "-C", "-t", topic, "-o", "beginning", "-c", "3", "-e", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.split() == ["one", "two", "three"]
+    grouped = subprocess.run(
+        ["kcat", *security, "-X", "auto.offset.reset=earliest", "-G", f"g-{topic}", topic, "-c", "3", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert grouped.returncode == 0, grouped.stderr
+    assert sorted(grouped.stdout.split()) == ["one", "three", "two"]
+    listed = subprocess.run(
+        ["kcat", *security, "-L", "-t", topic], capture_output=True, text=True, timeout=60
+    )
+    assert listed.returncode == 0 and f'topic "{topic}" with 1 partitions' in listed.stdout, listed.stderr
+    # a wrong password is refused, and kcat says so
+    wrong = [a if not a.startswith("sasl.password=") else "sasl.password=wrong" for a in security]
+    refused = subprocess.run(["kcat", *wrong, "-L"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0

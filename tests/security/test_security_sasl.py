@@ -263,3 +263,34 @@ def test_passwords_are_used_raw_like_kafka_clients() -> None:
         password, 4096, salt=creds[("SCRAM-SHA-256", "alice")].salt
     )
     assert prepped[1] != creds[("SCRAM-SHA-256", "alice")].stored_key  # scramp's make_auth_info would differ
+
+
+@pytest.mark.parametrize("prefix", ["fyko+d2lbbFgONRv9qkxdawL", "", "x"])
+def test_scram_final_nonce_that_ends_with_the_servers_is_accepted_as_kafka_does(prefix: str) -> None:
+    """librdkafka <= 2.0 (kcat) sends its client nonce again in front of the server's nonce; Kafka's
+    server only checks that the final nonce ends with its own, and so does ours; the proof still counts."""
+    import hashlib
+    import hmac
+
+    mech, password = "SCRAM-SHA-256", "pw"
+    server = ScramServer(mech, lookup_for({(mech, "kc"): make_credential(mech, password, 4096)}))
+    c_nonce = "fyko+d2lbbFgONRv9qkxdawL"
+    first_bare = f"n=kc,r={c_nonce}"
+    server_first = server.evaluate(f"n,,{first_bare}".encode()).response.decode()
+    attrs = dict(a.split("=", 1) for a in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]), 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    without_proof = f"c=biws,r={prefix}{attrs['r']}"
+    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth_message, "sha256")
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    final = server.evaluate(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    assert final.complete, final.error
+
+
+def test_scram_final_nonce_must_end_with_the_servers() -> None:
+    mech = "SCRAM-SHA-256"
+    server = ScramServer(mech, lookup_for({(mech, "kc"): make_credential(mech, "pw", 4096)}))
+    server.evaluate(b"n,,n=kc,r=abc")
+    final = server.evaluate(b"c=biws,r=abcdef-not-the-servers,p=" + base64.b64encode(b"x" * 32))
+    assert final.failed and "nonce" in (final.error or "")

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 
 from zkafka.cli.acls_broker import BrokerAcls
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import open_zookeeper
+from zkafka.cli.target import add_command_config_arg, open_zookeeper
 from zkafka.security.acl_admin import create_acls, delete_acls, describe_acls
 from zkafka.security.acl_filters import (
     AclBindingFilter,
@@ -88,10 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="authorizer properties; zookeeper.connect=HOST:PORT[/chroot] is required",
     )
-    where.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT", help="a broker (through the ACL APIs)"
-    )
-    where.add_argument("--command-config", metavar="FILE", help="client config for --bootstrap-server")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker (through the ACL APIs)")
+    add_command_config_arg(where)
     where.add_argument(
         "--authorizer", default=ACCEPTED_AUTHORIZERS[0], help="authorizer class (Kafka's names)"
     )
@@ -338,8 +336,6 @@ def _acls(
         connect, CONNECT_TIMEOUT_S, flag="zookeeper.connect", create_chroot=create_chroot, cluster_znode=None
     ) as zk:
         yield _ZkAcls(zk)
-
-
 
 
 def _add(args: argparse.Namespace, connect: str) -> int:

@@ -11,10 +11,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from zkafka.cli.errors import CliError
+from zkafka.cli.target import client_security
 from zkafka.client.cluster import parse_bootstrap
 from zkafka.client.connection import BrokerConnection
-from zkafka.client.security import ClientSecurity
-from zkafka.config.properties import load_properties
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     CreateAclsRequest,
@@ -72,12 +71,7 @@ class BrokerAcls:
             addresses = parse_bootstrap(bootstrap)
         except ValueError as e:
             raise CliError(f"bad --bootstrap-server {bootstrap!r}: {e}") from None
-        security = None
-        if command_config is not None:
-            try:
-                security = ClientSecurity.from_config(load_properties(command_config))
-            except (ValueError, OSError) as e:
-                raise CliError(f"--command-config {command_config}: {e}") from None
+        security = client_security(command_config)
         loop = asyncio.new_event_loop()
         try:
             conn = None

@@ -23,12 +23,18 @@ sources it was resolved through). `--entity-type` is `topics`, `brokers` or `use
 configs (by id) or the cluster-wide default (--entity-default) are described and altered through the
 brokers, which store them in `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker
 configs, KIP-226: only the keys Kafka can change at run time). A user's SCRAM credentials are
-written to `/config/users/<user>` with --zookeeper, as Kafka's kafka-configs does:
+written to `/config/users/<user>` with --zookeeper, as Kafka's kafka-configs does, or through a broker's
+KIP-554 APIs (DescribeUserScramCredentials, AlterUserScramCredentials) with --bootstrap-server, which
+then sends only the salt and salted password, never the password:
 
     zkafka configs --zookeeper Z --entity-type users --entity-name alice --alter \
         --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-pw],SCRAM-SHA-512=[password=alice-pw]'
-    zkafka configs --zookeeper Z --entity-type users --entity-name alice --alter --delete-config SCRAM-SHA-512
+    zkafka configs --bootstrap-server B --command-config admin.properties --entity-type users \
+        --entity-name alice --alter --delete-config SCRAM-SHA-512
     zkafka configs --zookeeper Z --entity-type users --entity-name alice --describe
+
+`--command-config FILE` gives Kafka's client keys (security.protocol, sasl.*, ssl.*) for a secured
+listener.
 
 (only the mechanisms and iterations are shown: the salted keys are password-equivalent offline).
 Client quotas (`--entity-type clients`, `users` with quota keys or `--entity-default`, or users
@@ -45,12 +51,14 @@ from typing import TYPE_CHECKING
 
 from zkafka.cli.configs_quotas import run_quotas
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.cli.target import add_command_config_arg, add_target_args, client_security, open_zookeeper
 from zkafka.cli.topics import client_errors
 from zkafka.client.admin import ConfigEntry, ConfigResource, ConfigSource
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ClientError
 from zkafka.client.sync import SyncAdminClient
+from zkafka.client.user_scram import ScramDeletion, ScramUpsertion
+from zkafka.protocol import ErrorCode
 from zkafka.quotas import DEFAULT
 from zkafka.quotas.entities import EntityKey
 from zkafka.quotas.types import KEYS as QUOTA_KEYS
@@ -86,6 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Add, delete and describe topic config overrides, with kafka-configs' flags.",
     )
     add_target_args(p, zookeeper="the cluster's ZooKeeper")
+    add_command_config_arg(p)
     p.add_argument(
         "--entity-type",
         action="append",
@@ -129,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         return run_quotas(args, quota_entity, {}, [])
     _check_args(args)
     action = _alter if args.alter else _describe
-    if args.entity_type == USERS:
+    if args.entity_type == USERS and args.zookeeper is not None:
         with open_zookeeper(args.zookeeper) as zk:
             return (_alter_user if args.alter else _describe_user)(zk, args)
     if args.zookeeper is not None:
@@ -137,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
 
         with open_zookeeper(args.zookeeper) as zk, client_errors():
             return action(ZkTopicAdmin(zk), args)
-    with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
+    security = client_security(args.command_config)
+    with client_errors(), SyncAdminClient(args.bootstrap_server, security=security) as admin:
+        if args.entity_type == USERS:
+            return (_alter_user_via_broker if args.alter else _describe_users_via_broker)(admin, args)
         return action(admin, args)
 
 
@@ -181,6 +193,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise CliError("--all is only valid with --describe")
     if args.all and args.zookeeper is not None:
         raise CliError("--all needs --bootstrap-server (ZooKeeper holds only the overrides)")
+    if args.command_config is not None and args.zookeeper is not None:
+        raise CliError("--command-config is for --bootstrap-server")
     _check_entity(args)
 
 
@@ -194,13 +208,13 @@ def _check_entity(args: argparse.Namespace) -> None:
             raise CliError("--alter of topics needs --entity-name")
         return
     if args.entity_type == USERS:
-        if args.zookeeper is None:
-            raise CliError(
-                "users' SCRAM credentials need --zookeeper (the brokers do not serve "
-                "Describe/AlterUserScramCredentials yet)"
-            )
-        if args.entity_default or not args.entity_name:
+        if args.entity_default:
             raise CliError("SCRAM credentials are per user: give --entity-name")
+        # Through a broker, --describe without a name lists every user with a credential.
+        if not args.entity_name and (args.alter or args.zookeeper is not None):
+            raise CliError("SCRAM credentials are per user: give --entity-name")
+        if args.all:
+            raise CliError("--all is not valid for users")
         return
     if args.zookeeper is not None:
         raise CliError(f"{ONLY_TOPICS} with --zookeeper (use --bootstrap-server for brokers)")
@@ -329,7 +343,7 @@ def parse_scram_config(mechanism: str, text: str) -> tuple[str, int]:
     return fields["password"], iterations
 
 
-def _alter_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
+def _user_changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
     added, deleted = _changes(args)
     unknown = sorted((set(added) | set(deleted)) - set(SCRAM_MECHANISMS))
     if unknown:
@@ -337,6 +351,11 @@ def _alter_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
             f"Invalid config(s): {','.join(unknown)} "
             f"(users take {' and '.join(SCRAM_MECHANISMS)} credentials)"
         )
+    return added, deleted
+
+
+def _alter_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
+    added, deleted = _user_changes(args)
     try:
         for mechanism, value in added.items():
             password, iterations = parse_scram_config(mechanism, value)
@@ -355,6 +374,39 @@ def _describe_user(zk: KafkaZkClient, args: argparse.Namespace) -> int:
         found = describe_credentials(zk, args.entity_name)
     except ScramCredentialError as e:
         raise CliError(str(e)) from None
+    _print_user(args.entity_name, found)
+    return 0
+
+
+def _print_user(user: str, found: dict[str, int]) -> None:
     listed = ",".join(f"{m}=iterations={n}" for m, n in sorted(found.items()))
-    print(f"SCRAM credential configs for user-principal '{args.entity_name}' are {listed}")
+    print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
+
+
+def _alter_user_via_broker(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+    """AlterUserScramCredentials: the salted password goes to the broker, the password stays here."""
+    added, deleted = _user_changes(args)
+    user = args.entity_name
+    upsertions = []
+    for mechanism, value in added.items():
+        password, iterations = parse_scram_config(mechanism, value)
+        upsertions.append(ScramUpsertion(user, mechanism, password, iterations))
+    results = admin.alter_user_scram_credentials(upsertions, [ScramDeletion(user, m) for m in deleted])
+    error = results.get(user)
+    if error is not None:
+        raise CliError(f"Error while updating SCRAM credentials of user {user}: {error.message}")
+    print(f"Completed updating config for user {user}.")
+    return 0
+
+
+def _describe_users_via_broker(admin: SyncAdminClient, args: argparse.Namespace) -> int:
+    """DescribeUserScramCredentials of the named user (none: its list is empty), or of every user."""
+    found = admin.describe_user_scram_credentials([args.entity_name] if args.entity_name else None)
+    for user, credentials in sorted(found.items()):
+        if isinstance(credentials, dict):
+            _print_user(user, credentials)
+        elif credentials.code == ErrorCode.RESOURCE_NOT_FOUND:
+            _print_user(user, {})  # as kafka-configs --zookeeper prints a user without credentials
+        else:
+            raise CliError(f"Error while describing SCRAM credentials of user {user}: {credentials.message}")
     return 0

@@ -32,13 +32,14 @@ from collections.abc import Callable, Coroutine
 from typing import IO, Any
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args
+from zkafka.cli.target import add_target_args, split_security
 from zkafka.cli.topics import client_errors
 from zkafka.client.config import consumer_kwargs, parse_key_values, producer_kwargs
 from zkafka.client.consumer import Consumer
 from zkafka.client.errors import ClientError
 from zkafka.client.group_consumer import GroupConsumer
 from zkafka.client.producer import Producer
+from zkafka.client.security import ClientSecurity
 from zkafka.client.types import ConsumedRecord, RecordMetadata, TopicPartition
 from zkafka.client.zk_consumer import ZookeeperConsumer
 from zkafka.config.properties import load_properties
@@ -113,7 +114,10 @@ def _register_producer(sub: argparse._SubParsersAction) -> None:
         "--producer-property", action="append", metavar="KEY=VALUE", help="producer config (acks=all...)"
     )
     p.add_argument(
-        "--producer.config", dest="producer_config", metavar="FILE", help="producer properties file"
+        "--producer.config",
+        dest="producer_config",
+        metavar="FILE",
+        help="producer properties file (security.protocol, sasl.*, ssl.* too)",
     )
     p.add_argument(
         "--compression-codec",
@@ -198,7 +202,10 @@ def _show(line: bytes) -> str:
 
 def producer_options(args: argparse.Namespace) -> dict:
     props = _properties(args.producer_property, args.producer_config, "--producer-property")
+    security, props = split_security(props, "--producer.config/--producer-property")
     kwargs, unknown = producer_kwargs(props)
+    if security is not None:
+        kwargs["security"] = security
     for key in unknown:
         print(f"WARNING: the configuration '{key}' was supplied but isn't a known config.", file=sys.stderr)
     kwargs.setdefault("acks", -1)
@@ -350,7 +357,10 @@ def _register_consumer(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE", help="consumer config")
     p.add_argument(
-        "--consumer.config", dest="consumer_config", metavar="FILE", help="consumer properties file"
+        "--consumer.config",
+        dest="consumer_config",
+        metavar="FILE",
+        help="consumer properties file (security.protocol, sasl.*, ssl.* too)",
     )
     p.add_argument(
         "--isolation-level",
@@ -445,7 +455,9 @@ def run_consumer(args: argparse.Namespace) -> int:
         raise CliError("--bootstrap-server needs --topic or --include (--blacklist needs --zookeeper)")
     if args.whitelist and args.partition is not None:
         raise CliError("--partition needs --topic")
-    topics = [args.topic] if args.topic else _matching_topics(args.bootstrap_server, args.whitelist)
+    props = _properties(args.consumer_property, args.consumer_config, "--consumer-property")
+    security, props = split_security(props, "--consumer.config/--consumer-property")
+    topics = [args.topic] if args.topic else _matching_topics(args.bootstrap_server, args.whitelist, security)
     if args.group and args.partition is not None:
         raise CliError("Options group and partition cannot be specified together.")
     if args.max_messages is not None and args.max_messages < 0:
@@ -454,8 +466,9 @@ def run_consumer(args: argparse.Namespace) -> int:
         raise CliError("--partition must be >= 0")
     start = consumer_start(args)
     formatter = RecordFormatter(_properties(args.property, None, "--property"))
-    props = _properties(args.consumer_property, args.consumer_config, "--consumer-property")
     kwargs, unknown = consumer_kwargs(props)
+    if security is not None:
+        kwargs["security"] = security
     for key in unknown:
         print(f"WARNING: the configuration '{key}' was supplied but isn't a known config.", file=sys.stderr)
     kwargs.setdefault("client_id", "console-consumer")
@@ -596,7 +609,7 @@ async def _consume(
         await consumer.close()
 
 
-def _matching_topics(bootstrap: str, pattern: str) -> list[str]:
+def _matching_topics(bootstrap: str, pattern: str, security: ClientSecurity | None = None) -> list[str]:
     """Topics whose whole name matches `pattern` (Kafka's --include); internal ones are never listed."""
     from zkafka.client.sync import SyncAdminClient
 
@@ -604,7 +617,7 @@ def _matching_topics(bootstrap: str, pattern: str) -> list[str]:
         regex = re.compile(pattern)
     except re.error as e:
         raise CliError(f"--include {pattern!r} is not a regular expression: {e}") from None
-    with client_errors(), SyncAdminClient(bootstrap) as admin:
+    with client_errors(), SyncAdminClient(bootstrap, security=security) as admin:
         names = sorted(t for t in admin.list_topics() if regex.fullmatch(t))
     if not names:
         raise CliError(f"no topic matches --include {pattern!r}")

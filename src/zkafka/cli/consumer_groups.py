@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args
+from zkafka.cli.target import add_command_config_arg, add_target_args, client_security
 from zkafka.cli.topics import client_errors
 from zkafka.client.admin import AdminClient
 from zkafka.client.group_admin import GroupAdmin, GroupDescription
@@ -65,6 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="List, describe, delete and reset consumer groups, with kafka-consumer-groups' flags.",
     )
     add_target_args(p, bootstrap="groups of the brokers", zookeeper="groups of the ZooKeeper consumer")
+    add_command_config_arg(p)
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list every group")
     actions.add_argument("--describe", action="store_true", help="offsets, lag and owners of a group")
@@ -355,7 +356,11 @@ async def _topic_partitions(admin: AdminClient, topics: Iterable[str]) -> list[T
 
 
 async def _brokers(args: argparse.Namespace, action: str, out: IO[str]) -> int:
-    async with GroupAdmin(args.bootstrap_server) as groups, AdminClient(args.bootstrap_server) as admin:
+    security = client_security(args.command_config)
+    async with (
+        GroupAdmin(args.bootstrap_server, security=security) as groups,
+        AdminClient(args.bootstrap_server, security=security) as admin,
+    ):
         if action == "list":
             for group, _ in await groups.list_groups():
                 out.write(group + "\n")

@@ -30,13 +30,17 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.cli.target import add_command_config_arg, add_target_args, client_security, open_zookeeper
 from zkafka.protocol import ErrorCode
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import AdminOperationInProgressError
 from zkafka.zk.model import LeaderIsrAndControllerEpoch, TopicPartition
+
+if TYPE_CHECKING:
+    from zkafka.client.security import ClientSecurity
 
 __all__ = ["ElectionOutcome", "classify", "parse_partitions_json", "register"]
 
@@ -121,6 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Move partition leadership to the preferred replicas (kafka-leader-election's flags).",
     )
     add_target_args(p, zookeeper="the cluster's ZooKeeper")
+    add_command_config_arg(p)
     p.add_argument(
         "--election-type",
         required=True,
@@ -154,7 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(UNCLEAN_NEEDS_BROKERS)
     requested = _requested(args)
     if args.bootstrap_server is not None:
-        return _elect_via_brokers(args.bootstrap_server, args.election_type, requested, args.timeout)
+        return _elect_via_brokers(
+            args.bootstrap_server,
+            args.election_type,
+            requested,
+            args.timeout,
+            client_security(args.command_config),
+        )
     with open_zookeeper(args.zookeeper) as zk:
         return _elect(zk, requested, args.timeout)
 
@@ -212,7 +223,11 @@ def _elect(zk: KafkaZkClient, requested: list[TopicPartition] | None, timeout_s:
 
 
 def _elect_via_brokers(
-    bootstrap: str, election_type: str, requested: list[TopicPartition] | None, timeout_s: float
+    bootstrap: str,
+    election_type: str,
+    requested: list[TopicPartition] | None,
+    timeout_s: float,
+    security: ClientSecurity | None = None,
 ) -> int:
     from zkafka.cli.topics import client_errors
     from zkafka.client.admin import ElectionType
@@ -220,7 +235,10 @@ def _elect_via_brokers(
 
     kind = ElectionType[election_type.upper()]
     partitions = None if requested is None else list(requested)
-    with client_errors(), SyncAdminClient(bootstrap, request_timeout_ms=int(timeout_s * 1000)) as admin:
+    with (
+        client_errors(),
+        SyncAdminClient(bootstrap, request_timeout_ms=int(timeout_s * 1000), security=security) as admin,
+    ):
         results = admin.elect_leaders(partitions, kind, timeout_ms=int(timeout_s * 1000))
     succeeded = sorted(tp for tp, e in results.items() if e is None)
     noop = sorted(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args, fill_from_local_cluster
+from zkafka.cli.target import add_target_args, fill_from_local_cluster, split_security
 
 REPORT_INTERVAL_S = 5.0
 CLIENTS = ("confluent", "zkafka")
@@ -161,6 +161,12 @@ def add_client_perf_commands(perf_sub: argparse._SubParsersAction) -> None:
         "--producer-props", nargs="+", default=[], metavar="KEY=VALUE", help="producer configs"
     )
     produce.add_argument(
+        "--producer.config",
+        dest="producer_config",
+        metavar="FILE",
+        help="producer properties file (security.protocol, sasl.*, ssl.* too)",
+    )
+    produce.add_argument(
         "--client", choices=CLIENTS, default="confluent", help="load generator (default confluent)"
     )
     produce.add_argument("--json", action="store_true", help="print the final statistics as JSON too")
@@ -184,20 +190,53 @@ def add_client_perf_commands(perf_sub: argparse._SubParsersAction) -> None:
         "--consumer-props", nargs="+", default=[], metavar="KEY=VALUE", help="consumer configs"
     )
     consume.add_argument(
+        "--consumer.config",
+        dest="consumer_config",
+        metavar="FILE",
+        help="consumer properties file (security.protocol, sasl.*, ssl.* too)",
+    )
+    consume.add_argument(
         "--client", choices=CLIENTS, default="confluent", help="load generator (default confluent)"
     )
     consume.add_argument("--json", action="store_true", help="print the statistics as JSON too")
     consume.set_defaults(func=run_consume)
 
 
-def _props(items: list[str], what: str) -> dict[str, str]:
+def _props(items: list[str], what: str, config_file: str | None = None) -> dict[str, str]:
+    """The properties file (Kafka's --producer.config / --consumer.config), then the flags over it."""
     from zkafka.client.config import parse_key_values
     from zkafka.client.errors import ConfigError
+    from zkafka.config.properties import load_properties
+
+    props: dict[str, str] = {}
+    try:
+        if config_file is not None:
+            props.update(load_properties(config_file))
+        props.update(parse_key_values(items, what=what))
+    except (ConfigError, OSError, ValueError) as e:
+        raise CliError(str(e)) from None
+    return props
+
+
+def _librdkafka(props: dict[str, str]) -> dict[str, str]:
+    from zkafka.client.security import librdkafka_security_config
 
     try:
-        return parse_key_values(items, what=what)
-    except ConfigError as e:
+        return librdkafka_security_config(props)
+    except ValueError as e:
         raise CliError(str(e)) from None
+
+
+def _zkafka_kwargs(props: dict[str, str], translate: Callable[..., Any], source: str) -> dict[str, Any]:
+    """zkafka client keyword arguments: the security keys become one ClientSecurity, the rest are
+    translated (unknown keys warned about, as Kafka's tools do)."""
+    security, props = split_security(props, source)
+    kwargs, unknown = translate(props)
+    for key in unknown:
+        print(f"WARNING: the configuration '{key}' was supplied but isn't a known config.", file=sys.stderr)
+    if security is not None:
+        kwargs["security"] = security
+    return kwargs
 
 
 def _confluent() -> Any:
@@ -222,7 +261,7 @@ def _print_json(data: dict[str, Any]) -> None:
 def run_produce(args: argparse.Namespace) -> int:
     if args.num_records < 1 or args.record_size < 0:
         raise CliError("--num-records must be >= 1 and --record-size >= 0")
-    props = _props(args.producer_props, "--producer-props")
+    props = _props(args.producer_props, "--producer-props", args.producer_config)
     payload = make_payload(args.record_size)
     stats = ProduceStats(args.record_size)
     if args.client == "confluent":
@@ -242,7 +281,11 @@ def _produce_confluent(
     args: argparse.Namespace, props: dict[str, str], payload: bytes, stats: ProduceStats
 ) -> None:
     ck = _confluent()
-    config = {"bootstrap.servers": args.bootstrap_server, "partitioner": "murmur2_random", **props}
+    config = {
+        "bootstrap.servers": args.bootstrap_server,
+        "partitioner": "murmur2_random",
+        **_librdkafka(props),
+    }
     try:
         producer = ck.Producer(config)
     except ck.KafkaException as e:
@@ -286,9 +329,7 @@ def _produce_zkafka(
     from zkafka.cli.topics import client_errors
     from zkafka.client.config import producer_kwargs
 
-    kwargs, unknown = producer_kwargs(props)
-    for key in unknown:
-        print(f"WARNING: the configuration '{key}' was supplied but isn't a known config.", file=sys.stderr)
+    kwargs = _zkafka_kwargs(props, producer_kwargs, "--producer.config/--producer-props")
     with client_errors():
         _run_fast(_produce_zkafka_async(args, kwargs, payload, stats))
 
@@ -390,7 +431,7 @@ class ConsumeStats:
 def run_consume(args: argparse.Namespace) -> int:
     if args.messages < 1:
         raise CliError("--messages must be >= 1")
-    props = _props(args.consumer_props, "--consumer-props")
+    props = _props(args.consumer_props, "--consumer-props", args.consumer_config)
     stats = ConsumeStats()
     if args.client == "confluent":
         _consume_confluent(args, props, stats)
@@ -416,7 +457,7 @@ def _consume_confluent(args: argparse.Namespace, props: dict[str, str], stats: C
         "group.id": f"zkafka-perf-{os.getpid()}",
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
-        **props,
+        **_librdkafka(props),
     }
     consumer = ck.Consumer(config)
     try:
@@ -454,9 +495,7 @@ def _consume_zkafka(args: argparse.Namespace, props: dict[str, str], stats: Cons
     from zkafka.cli.topics import client_errors
     from zkafka.client.config import consumer_kwargs
 
-    kwargs, unknown = consumer_kwargs(props)
-    for key in unknown:
-        print(f"WARNING: the configuration '{key}' was supplied but isn't a known config.", file=sys.stderr)
+    kwargs = _zkafka_kwargs(props, consumer_kwargs, "--consumer.config/--consumer-props")
     kwargs.setdefault("max_poll_records", 10_000)
     with client_errors():
         _run_fast(_consume_zkafka_async(args, kwargs, stats))

@@ -37,7 +37,7 @@ import argparse
 import time
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkafka.admin.reassignment import (
     PartitionProgress,
@@ -53,10 +53,13 @@ from zkafka.admin.reassignment import (
 )
 from zkafka.admin.throttles import ConfigChanges, clear_throttles, set_throttles, zk_config_changes
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.cli.target import add_command_config_arg, add_target_args, client_security, open_zookeeper
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import AdminOperationInProgressError
 from zkafka.zk.model import ConfigType, TopicPartition
+
+if TYPE_CHECKING:
+    from zkafka.client.security import ClientSecurity
 
 __all__ = ["progress_from_brokers", "register", "run"]
 
@@ -93,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "flags and JSON formats.",
     )
     add_target_args(p, zookeeper="the cluster's ZooKeeper")
+    add_command_config_arg(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--generate", action="store_true", help="propose an assignment (changes nothing)")
     action.add_argument("--execute", action="store_true", help="start the reassignment of a plan")
@@ -185,7 +189,7 @@ def _generate(args: argparse.Namespace) -> int:
             current = _topic_assignments_from_zk(zk, topics)
             racks = {b.id: b.rack for b in zk.get_all_brokers()}
     else:
-        current, racks = _from_brokers(args.bootstrap_server, topics)
+        current, racks = _from_brokers(args.bootstrap_server, topics, client_security(args.command_config))
     unknown = [b for b in wanted if b not in racks]
     if unknown:
         raise CliError(f"brokers {unknown} in --broker-list are not registered in the cluster")
@@ -201,13 +205,13 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _from_brokers(
-    bootstrap: str, topics: Sequence[str]
+    bootstrap: str, topics: Sequence[str], security: ClientSecurity | None = None
 ) -> tuple[dict[TopicPartition, tuple[int, ...]], dict[int, str | None]]:
     from zkafka.cli.topics import client_errors
     from zkafka.client.sync import SyncAdminClient
     from zkafka.protocol import ErrorCode
 
-    with client_errors(), SyncAdminClient(bootstrap) as admin:
+    with client_errors(), SyncAdminClient(bootstrap, security=security) as admin:
         described = admin.describe_topics(topics)
         cluster = admin.describe_cluster()
     missing = [t for t in topics if t not in described or described[t].error != ErrorCode.NONE]
@@ -380,7 +384,8 @@ def _run_via_brokers(args: argparse.Namespace, plan: Plan) -> int:
     from zkafka.cli.topics import client_errors
     from zkafka.client.sync import SyncAdminClient
 
-    with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
+    security = client_security(args.command_config)
+    with client_errors(), SyncAdminClient(args.bootstrap_server, security=security) as admin:
         if args.execute:
             return _execute_via_brokers(
                 admin, plan, additional=args.additional, wait=args.wait, timeout_s=args.timeout,

@@ -11,15 +11,17 @@ are used, so
     zkafka console-consumer --topic t --from-beginning
 
 needs no port copied. With no such cluster running the command stops with one line saying what to
-pass. This module is the only place that reads a local cluster's address for a tool, and
-`open_zookeeper` the one way an admin tool opens its `--zookeeper` session.
+pass. This module is the only place that reads a local cluster's address for a tool,
+`open_zookeeper` the one way an admin tool opens its `--zookeeper` session, and `client_security`
+the one way a tool turns a client config file (`--command-config`, `--producer.config`, ...) into the
+TLS/SASL settings of its broker connections.
 """
 
 from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from zkafka.cli.errors import CliError
 from zkafka.cli.output import quiet_libraries
 
 if TYPE_CHECKING:
+    from zkafka.client.security import ClientSecurity
     from zkafka.local.launcher import LocalCluster
     from zkafka.zk.client import KafkaZkClient
 
@@ -83,6 +86,49 @@ def add_target_args(
         f"(default {DEFAULT_CLUSTER_DIR})",
     )
     parser.set_defaults(**{_FILLS: "bootstrap_server" if bootstrap is not None else "zookeeper"})
+
+
+def add_command_config_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--command-config FILE`: Kafka's client keys for the brokers' listener (security.protocol,
+    sasl.mechanism, sasl.jaas.config, ssl.truststore.*, ssl.keystore.*; see `client_security`)."""
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client config (security.protocol, sasl.*, ssl.*) for --bootstrap-server",
+    )
+
+
+def client_security(path: str | Path | None, flag: str = "--command-config") -> ClientSecurity | None:
+    """The TLS/SASL settings in a Kafka client properties file (None without one): Kafka's keys
+    `security.protocol`, `sasl.mechanism`, `sasl.jaas.config` (or librdkafka's `sasl.username`/
+    `sasl.password`), `ssl.truststore.*`, `ssl.keystore.*` (or `ssl.ca.location`,
+    `ssl.certificate.location`, `ssl.key.location`). A file that cannot be read or a config that
+    cannot work is a one-line CliError naming `flag`, never a secret."""
+    if path is None:
+        return None
+    from zkafka.config.properties import load_properties
+
+    try:
+        props = load_properties(path)
+    except (ValueError, OSError) as e:
+        raise CliError(f"{flag} {path}: {e}") from None
+    return split_security(props, f"{flag} {path}")[0]
+
+
+def split_security(props: Mapping[str, str], source: str) -> tuple[ClientSecurity | None, dict[str, str]]:
+    """(the TLS/SASL settings of Kafka client properties, None for PLAINTEXT; the other properties),
+    for tools whose config files and `--*-property` flags mix both (console and perf tools)."""
+    from zkafka.client.security import ClientSecurity, is_security_key
+
+    security = {k: v for k, v in props.items() if is_security_key(k)}
+    rest = {k: v for k, v in props.items() if not is_security_key(k)}
+    if not security:
+        return None, rest
+    try:
+        found = ClientSecurity.from_config(security)
+    except ValueError as e:
+        raise CliError(f"{source}: {e}") from None
+    return (None if found.protocol == "PLAINTEXT" else found), rest
 
 
 def fill_from_local_cluster(args: argparse.Namespace) -> None:
@@ -149,16 +195,24 @@ def open_zookeeper(
     """A ZooKeeper session for an admin command. The chroot must already exist unless
     `create_chroot` (a tool never creates one by accident: a typo would otherwise look like an
     empty cluster), and hold `cluster_znode` when one is named; `flag` names the connect string in
-    errors as the user gave it."""
+    errors as the user gave it. With ZooKeeper credentials (`zookeeper_credentials`: the JAAS `Client`
+    section `KAFKA_OPTS` names, as Kafka's tools take them) the session authenticates and the znodes it
+    creates carry secure ACLs, as Kafka's tools do when their JAAS login is set."""
+    from zkafka.security.zookeeper_auth import zookeeper_credentials
     from zkafka.zk.client import KafkaZkClient
     from zkafka.zk.errors import ZkConnectionError, ZkError
 
     quiet_libraries()  # our one-line error says what kazoo would in many
     try:
+        auth = zookeeper_credentials()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="No chroot path exists")
             zk = KafkaZkClient(
-                connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=create_chroot
+                connect,
+                connection_timeout_ms=int(timeout_s * 1000),
+                create_chroot=create_chroot,
+                auth=auth,
+                secure_acls=auth is not None,
             )
     except ValueError as e:
         raise CliError(f"bad {flag} {connect!r}: {e}") from None

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.cli.target import add_command_config_arg, add_target_args, client_security, open_zookeeper
 from zkafka.client.admin import ConfigEntry, NewTopic
 from zkafka.client.cluster import NO_LEADER, TopicMetadata
 from zkafka.client.config import parse_key_values
@@ -69,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_target_args(
         p, zookeeper="work on ZooKeeper directly, as kafka-topics --zookeeper did (no broker needed)"
     )
+    add_command_config_arg(p)
     actions = p.add_mutually_exclusive_group(required=True)
     for action in ACTIONS:
         actions.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
@@ -140,7 +141,13 @@ def run(args: argparse.Namespace) -> int:
 
         with open_zookeeper(args.zookeeper) as zk, client_errors():
             return handler(ZkTopicAdmin(zk), args)
-    with client_errors(), SyncAdminClient(args.bootstrap_server, request_timeout_ms=args.timeout_ms) as admin:
+    security = client_security(args.command_config)
+    with (
+        client_errors(),
+        SyncAdminClient(
+            args.bootstrap_server, request_timeout_ms=args.timeout_ms, security=security
+        ) as admin,
+    ):
         return handler(admin, args)
 
 

@@ -28,6 +28,7 @@ from kazoo.protocol.states import ZnodeStat
 from zkafka.cli.errors import CliError
 from zkafka.cli.output import quiet_libraries
 from zkafka.cli.target import add_target_args
+from zkafka.security.zookeeper_auth import zookeeper_credentials
 from zkafka.zk.connect import parse_connect_string, validate_znode_path
 from zkafka.zk.errors import ZkConnectionError
 from zkafka.zk.json_codec import parse_json
@@ -112,8 +113,15 @@ def _session(args: argparse.Namespace) -> Iterator[ZkSession]:
             # A missing chroot is reported per command ("node / does not exist (under chroot ...)").
             warnings.filterwarnings("ignore", message="No chroot path exists")
             timeout_ms = int(args.timeout * 1000)
-            zk = ZkSession(args.zookeeper, connection_timeout_ms=timeout_ms, create_chroot=False)
-    except ZkConnectionError as e:
+            auth = zookeeper_credentials()
+            zk = ZkSession(
+                args.zookeeper,
+                connection_timeout_ms=timeout_ms,
+                create_chroot=False,
+                auth=auth,
+                secure_acls=auth is not None,
+            )
+    except (ZkConnectionError, ValueError) as e:
         _fail(str(e))
     try:
         yield zk

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Self, TypeVar
 
+from zkafka.client import user_scram
 from zkafka.client.cluster import BrokerMetadata, Cluster, TopicMetadata
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError, ClientTimeoutError, ConfigError
@@ -723,6 +724,20 @@ class AdminClient:
         assert isinstance(resp, AlterClientQuotasResponse)
         for r in resp.entries:
             _raise_error(r.error_code, r.error_message, "client quota entity")
+    # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
+    async def describe_user_scram_credentials(
+        self, users: Sequence[str] | None = None
+    ) -> dict[str, dict[str, int] | KafkaError]:
+        """user -> {mechanism: iterations} or that user's error (`zkafka.client.user_scram`)."""
+        return await user_scram.describe_user_scram_credentials(self.cluster, users)
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Sequence[user_scram.ScramUpsertion] = (),
+        deletions: Sequence[user_scram.ScramDeletion] = (),
+    ) -> dict[str, KafkaError | None]:
+        """user -> None or its error; the passwords are salted and hashed here, never sent."""
+        return await user_scram.alter_user_scram_credentials(self.cluster, upsertions, deletions)
 
     async def _send_to(self, target: int | None, request: Message) -> Message:
         if target is None:

@@ -38,7 +38,7 @@ class BrokerConnection(Protocol):
     def pick_version(self, api_key: int, max_version: int | None = None) -> int: ...
 
 
-__all__ = ["ClientSecurity", "ClientSecurityError"]
+__all__ = ["ClientSecurity", "ClientSecurityError", "is_security_key", "librdkafka_security_config"]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -46,6 +46,44 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 class ClientSecurityError(ValueError):
     """A client security config that cannot work, or a failed authentication; never a secret."""
+
+
+def is_security_key(key: str) -> bool:
+    """Whether a Kafka client property is one `ClientSecurity.from_config` reads."""
+    return key == "security.protocol" or key.startswith(("sasl.", "ssl."))
+
+
+_JAVA_ONLY = ("ssl.truststore.type", "ssl.keystore.type", "ssl.truststore.location", "ssl.keystore.location")
+
+
+def librdkafka_security_config(config: Mapping[str, str]) -> dict[str, str]:
+    """Kafka's (Java) client keys in librdkafka's spelling, for tools that drive confluent-kafka with a
+    user's Kafka client config: `sasl.jaas.config`'s username/password become `sasl.username` /
+    `sasl.password`, a PEM truststore `ssl.ca.location`, a PEM keystore (key and chain in one file)
+    `ssl.certificate.location` + `ssl.key.location`, an empty `ssl.endpoint.identification.algorithm`
+    `none`; every other key is passed through."""
+    out = {k: v for k, v in config.items() if k not in _JAVA_ONLY and k != "sasl.jaas.config"}
+    jaas = config.get("sasl.jaas.config")
+    if jaas:
+        try:
+            options = single_login_module(jaas).options
+        except ValueError as e:
+            raise ClientSecurityError(f"sasl.jaas.config: {e}") from None
+        for key, option in (("sasl.username", "username"), ("sasl.password", "password")):
+            if option in options:
+                out.setdefault(key, options[option])
+    for kind, key in (("truststore", "ssl.ca.location"), ("keystore", "ssl.certificate.location")):
+        location = config.get(f"ssl.{kind}.location")
+        if location is None:
+            continue
+        if (config.get(f"ssl.{kind}.type") or "JKS").upper() != "PEM":
+            raise ClientSecurityError(f"ssl.{kind}.location: only PEM files can be given to librdkafka")
+        out.setdefault(key, location)
+        if kind == "keystore":
+            out.setdefault("ssl.key.location", location)
+    if config.get("ssl.endpoint.identification.algorithm", None) == "":
+        out["ssl.endpoint.identification.algorithm"] = "none"
+    return out
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,8 @@ class SyncAdminClient(_SyncClient):
     list_partition_reassignments = _blocking(AdminClient.list_partition_reassignments)
     describe_client_quotas = _blocking(AdminClient.describe_client_quotas)
     alter_client_quotas = _blocking(AdminClient.alter_client_quotas)
+    describe_user_scram_credentials = _blocking(AdminClient.describe_user_scram_credentials)
+    alter_user_scram_credentials = _blocking(AdminClient.alter_user_scram_credentials)
 
 
 class SyncProducer(_SyncClient):

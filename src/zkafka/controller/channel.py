@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.security import ClientSecurity
 from zkafka.protocol import EncodeError, Message
 from zkafka.zk.model import BrokerInfo
 
@@ -51,11 +52,13 @@ class BrokerChannel:
         client_id: str,
         request_timeout_s: float,
         retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self._client_id = client_id
+        self._security = security
         self._request_timeout_s = request_timeout_s
         self._retry_backoff_s = retry_backoff_s
         self._queue: asyncio.Queue[_QueuedRequest | None] = asyncio.Queue()
@@ -150,13 +153,18 @@ class BrokerChannel:
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or self._conn.is_closed:
             self._conn = await BrokerConnection.open(
-                self.host, self.port, client_id=self._client_id, timeout=self._request_timeout_s
+                self.host,
+                self.port,
+                client_id=self._client_id,
+                timeout=self._request_timeout_s,
+                security=self._security,
             )
         return self._conn
 
 
 class ControllerChannelManager:
-    """Channels to every live broker, reached on the inter-broker listener."""
+    """Channels to every live broker, reached on the inter-broker listener (with its TLS/SASL:
+    `security`, None for PLAINTEXT)."""
 
     def __init__(
         self,
@@ -165,8 +173,10 @@ class ControllerChannelManager:
         client_id: str,
         request_timeout_s: float,
         retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.listener_name = listener_name.upper()
+        self._security = security
         self._client_id = client_id
         self._request_timeout_s = request_timeout_s
         self._retry_backoff_s = retry_backoff_s
@@ -203,6 +213,7 @@ class ControllerChannelManager:
             client_id=self._client_id,
             request_timeout_s=self._request_timeout_s,
             retry_backoff_s=self._retry_backoff_s,
+            security=self._security,
         )
 
     def update_broker(self, info: BrokerInfo) -> None:

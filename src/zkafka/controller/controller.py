@@ -30,6 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.controller.backoff import ElectionBackoff
 from zkafka.controller.broker_events import BrokerEvents
@@ -109,6 +110,7 @@ class Controller:
         client_id: str = "zkafka-controller",
         timings: ControllerTimings | None = None,
         on_new_session: NewSessionHook | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._watcher = watcher
@@ -123,6 +125,7 @@ class Controller:
             self._queue.put,
             client_id=client_id,
             timings=timings or ControllerTimings(),
+            security=security,
         )
         self._core = core
         self._psm = PartitionStateMachine(core)
@@ -269,9 +272,7 @@ class Controller:
             # try again after a while.
             self._campaign_later(self._backoff.failed("controller election", error))
             return
-        log.error(
-            "controller %d failed to process %s", self.broker_id, type(event).__name__, exc_info=error
-        )
+        log.error("controller %d failed to process %s", self.broker_id, type(event).__name__, exc_info=error)
         try:
             # The context already holds the decisions made so far: let the brokers know them.
             self._core.batch.flush()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.controller.channel import DEFAULT_RETRY_BACKOFF_S, ControllerChannelManager
 from zkafka.controller.context import ControllerContext
@@ -117,6 +118,7 @@ class ControllerCore:
         *,
         client_id: str,
         timings: ControllerTimings,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -125,6 +127,8 @@ class ControllerCore:
         self.emit = emit
         self.client_id = client_id
         self.timings = timings
+        self.security = security
+        """How to reach the brokers' inter-broker listener (None: PLAINTEXT)."""
         self.context = ControllerContext()
         self.watches = WatchRegistry(watcher, emit)
         self.channels = self._new_channels()
@@ -139,6 +143,7 @@ class ControllerCore:
             client_id=self.client_id,
             request_timeout_s=timeout,
             retry_backoff_s=self.timings.request_retry_backoff_s,
+            security=self.security,
         )
 
     def _new_batch(self) -> ControllerBrokerRequestBatch:

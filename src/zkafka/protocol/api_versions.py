@@ -18,7 +18,8 @@ admin client and librdkafka use v2 when offered) and AlterPartitionReassignments
 ListPartitionReassignments 0 (KIP-455: flexible from their first version, so there is no
 classic encoding to offer). Only clients that know these APIs ever pick them. Likewise the admin
 APIs Kafka's clients use when offered: IncrementalAlterConfigs 0-1 (v1 flexible), DescribeLogDirs
-0-2 (v2 flexible) and DescribeCluster 0 (flexible from v0).
+0-2 (v2 flexible), DescribeCluster 0 (flexible from v0), and the KIP-554 SCRAM APIs
+DescribeUserScramCredentials / AlterUserScramCredentials 0 (flexible from v0).
 
 The unsupported-version answer (§3): when a client sends ApiVersions at a version above ours,
 Kafka replies with a v0 body (error UNSUPPORTED_VERSION plus the api table, no throttle
@@ -86,6 +87,9 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     # Client quotas (KIP-546), flexible from v1.
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    # SCRAM credentials (KIP-554): flexible from v0, like DescribeCluster; any broker answers both.
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 

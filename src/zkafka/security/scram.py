@@ -44,10 +44,15 @@ __all__ = [
     "ScramCredentialCache",
     "ScramCredentialError",
     "ScramMechanismInfo",
+    "credentials_of",
     "delete_credential",
     "describe_credentials",
     "make_credential",
+    "new_salt",
+    "salted_password",
     "upsert_credential",
+    "user_display_name",
+    "user_znode_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,13 +154,23 @@ def make_credential(
         raise ScramCredentialError("the SCRAM password must be a non-empty string")
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
     hf = info.hash_function
-    salted = scram_hi(hf, password.encode("utf-8"), salt, iterations)
+    salted = salted_password(mechanism, password, salt, iterations)
     stored_key = scram_h(hf, scram_hmac(hf, salted, b"Client Key"))
     server_key = scram_hmac(hf, salted, b"Server Key")
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 
-def _user_znode_name(user: str) -> str:
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """SaltedPassword = Hi(UTF-8 password, salt, i) (RFC 5802), what a KIP-554 upsertion carries."""
+    return scram_hi(mechanism_info(mechanism).hash_function, password.encode("utf-8"), salt, iterations)
+
+
+def new_salt() -> bytes:
+    return secrets.token_bytes(SALT_BYTES)
+
+
+def user_znode_name(user: str) -> str:
+    """The sanitized `/config/users` child of a user (ScramCredentialError for no name or <default>)."""
     if not isinstance(user, str) or not user:
         raise ScramCredentialError("the SCRAM user name must be a non-empty string")
     if user == DEFAULT_ENTITY:
@@ -172,7 +187,7 @@ def upsert_credential(
     """Create or replace `user`'s credential for `mechanism`, keeping the user's other config keys
     (quotas, the other mechanism), then write the change notification."""
     credential = make_credential(mechanism, password, iterations)
-    name = _user_znode_name(user)
+    name = user_znode_name(user)
     config = zk.get_entity_config(ConfigType.USER, name)
     config[mechanism] = credential.to_config_value()
     zk.set_entity_config(ConfigType.USER, name, config)
@@ -184,7 +199,7 @@ def delete_credential(zk: KafkaZkClient, user: str, mechanism: str) -> bool:
     """Remove `user`'s credential for `mechanism`; False if there was none. The user's znode stays (with
     its other keys, or an empty config), as Kafka's tool leaves it."""
     mechanism_info(mechanism)
-    name = _user_znode_name(user)
+    name = user_znode_name(user)
     config = zk.get_entity_config(ConfigType.USER, name)
     if mechanism not in config:
         return False
@@ -197,11 +212,12 @@ def delete_credential(zk: KafkaZkClient, user: str, mechanism: str) -> bool:
 def describe_credentials(zk: KafkaZkClient, user: str) -> dict[str, int]:
     """mechanism -> iterations of `user`'s credentials (what DescribeUserScramCredentials shows); a stored
     value that does not parse is left out (and logged)."""
-    config = zk.get_entity_config(ConfigType.USER, _user_znode_name(user))
-    return {m: c.iterations for m, c in _credentials_of(user, config).items()}
+    config = zk.get_entity_config(ConfigType.USER, user_znode_name(user))
+    return {m: c.iterations for m, c in credentials_of(user, config).items()}
 
 
-def _credentials_of(user: str, config: Mapping[str, str]) -> dict[str, ScramCredential]:
+def credentials_of(user: str, config: Mapping[str, str]) -> dict[str, ScramCredential]:
+    """The SCRAM credentials in one user's config (the others keys are quotas); bad ones logged, skipped."""
     out = {}
     for mechanism in MECHANISMS:
         value = config.get(mechanism)
@@ -240,10 +256,10 @@ class ScramCredentialCache:
         configs = self.zk.get_entity_configs(ConfigType.USER, names)
         fresh: dict[tuple[str, str], ScramCredential] = {}
         for name, config in configs.items():
-            user = _display_name(name)
+            user = user_display_name(name)
             if user is None:
                 continue
-            for mechanism, credential in _credentials_of(user, config).items():
+            for mechanism, credential in credentials_of(user, config).items():
                 if mechanism in self.mechanisms:
                     fresh[(mechanism, user)] = credential
         with self._lock:
@@ -252,11 +268,11 @@ class ScramCredentialCache:
 
     def refresh_user(self, znode_name: str) -> None:
         """Re-read one user (by its sanitized znode name) and publish the result (blocking)."""
-        user = _display_name(znode_name)
+        user = user_display_name(znode_name)
         if user is None:
             return
         configs = self.zk.get_entity_configs(ConfigType.USER, [znode_name])
-        found = _credentials_of(user, configs.get(znode_name, {}))
+        found = credentials_of(user, configs.get(znode_name, {}))
         with self._lock:
             updated = {k: v for k, v in self._credentials.items() if k[1] != user}
             for mechanism, credential in found.items():
@@ -283,7 +299,8 @@ class ScramCredentialCache:
         return ChangeNotificationListener(self.zk, CONFIG_CHANGES, self.handle_notification)
 
 
-def _display_name(znode_name: str) -> str | None:
+def user_display_name(znode_name: str) -> str | None:
+    """The user a `/config/users` child names (None, logged, if it is not a sanitized name)."""
     try:
         return config_entity_display_name(ConfigType.USER, znode_name)
     except ValueError as e:

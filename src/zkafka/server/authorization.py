@@ -672,6 +672,15 @@ def _delete_acls(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     return _response(ctx, filter_results=results)
 
 
+def _alter_user_scram_credentials(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """Cluster:Alter; denied: every named user gets CLUSTER_AUTHORIZATION_FAILED, as in Kafka."""
+    if authorize(ctx, Op.ALTER, RT.CLUSTER):
+        return handler(ctx, request)
+    cls = _nested(ctx, "AlterUserScramCredentialsResult")
+    users = dict.fromkeys(c.name for c in [*request.deletions, *request.upsertions])
+    return _response(ctx, results=[cls(user=u, error_code=CLUSTER_DENIED) for u in users])
+
+
 GUARDS: dict[int, Guard] = {
     ApiKey.PRODUCE: _produce,
     ApiKey.FETCH: _fetch,
@@ -747,6 +756,8 @@ GUARDS: dict[int, Guard] = {
     ApiKey.DELETE_ACLS: _delete_acls,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _cluster_guard(Op.DESCRIBE_CONFIGS, error_message="Authorization failed."),
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_guard(Op.DESCRIBE),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
 }
 """api key -> its check. ApiVersions, SaslHandshake and SaslAuthenticate need none; an API in the
 table with no guard here is refused to everyone but super users (fail closed)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
 from zkafka.protocol import precompile
@@ -45,7 +46,7 @@ from zkafka.server.replica_fetcher import FollowerContext, ReplicaFetcherManager
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.replication_throttles import ReplicationThrottles
 from zkafka.server.scheduler import Scheduler
-from zkafka.server.security import build_listener_security, needs_scram
+from zkafka.server.security import build_listener_security, inter_broker_client_security, needs_scram
 from zkafka.server.services import BrokerServices
 from zkafka.server.topic_configs import TopicConfigChanges
 from zkafka.server.zookeeper import BrokerZooKeeper
@@ -71,6 +72,7 @@ class Broker:
         self.group_coordinator: CoordinatorService | None = None
         self.controller: Controller | None = None
         self.services: BrokerServices | None = None
+        self.inter_broker_security: ClientSecurity | None = None
 
     @property
     def broker_id(self) -> int:
@@ -85,6 +87,8 @@ class Broker:
     async def start(self) -> None:
         cfg = self.config
         precompile()
+        # Before anything is opened: a broker that could not reach the others must not start.
+        self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
         self.zk = zk = await BrokerZooKeeper.connect(cfg, f"zk-broker-{cfg.broker_id}")
         self.registration = identity = await BrokerRegistration.identify(zk, cfg)
         broker_id = identity.broker_id
@@ -94,7 +98,9 @@ class Broker:
         throttles = ReplicationThrottles(broker_id, cfg)
         await throttles.load(zk)
         self.fetchers = replicas.followers = ReplicaFetcherManager(
-            FollowerContext(broker_id, cfg, metadata, replicas, throttles.follower)
+            FollowerContext(
+                broker_id, cfg, metadata, replicas, throttle=throttles.follower, security=inter_broker
+            )
         )
         self.group_coordinator = groups = CoordinatorService(broker_id, cfg, replicas, metadata, logs, zk)
         groups.start()
@@ -103,7 +109,13 @@ class Broker:
         # this broker before campaigning (Kafka's order), so a controller never runs without its
         # own broker registered.
         self.controller = controller = Controller(
-            broker_id, zk.client, zk.executor, zk.watcher, cfg, on_new_session=identity.reregister
+            broker_id,
+            zk.client,
+            zk.executor,
+            zk.watcher,
+            cfg,
+            on_new_session=identity.reregister,
+            security=inter_broker,
         )
         isr = IsrManager(broker_id, replicas, zk, cfg.replica_lag_time_max_ms)
         authorizer = None
@@ -172,7 +184,9 @@ class Broker:
             and self.registration.registered
             and self.controller is not None
         ):
-            await ControlledShutdown(self.registration, self.config, self.zk, self.controller).run()
+            await ControlledShutdown(
+                self.registration, self.config, self.zk, self.controller, self.inter_broker_security
+            ).run()
         self.listeners.stop_accepting()
         if self.controller is not None:
             try:

@@ -3,7 +3,7 @@ leaderships away (Kafka's `controlled.shutdown.*`), so clients fail over to lead
 chosen, not to ones an election after the broker's death has to find.
 
 The controller may be this broker's own controller module (asked directly) or another broker's,
-reached over the inter-broker listener with a ControlledShutdown request (answered by
+reached over the inter-broker listener (with its TLS/SASL) with a ControlledShutdown request (answered by
 `zkafka.server.apis.controlled_shutdown`).
 """
 
@@ -14,6 +14,7 @@ import logging
 from collections.abc import Collection
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.protocol.messages import ControlledShutdownRequest
 from zkafka.server.services import BrokerIdentity, ControllerAccess
@@ -26,9 +27,15 @@ log = logging.getLogger(__name__)
 
 class ControlledShutdown:
     def __init__(
-        self, identity: BrokerIdentity, config: BrokerConfig, zk: ZooKeeper, controller: ControllerAccess
+        self,
+        identity: BrokerIdentity,
+        config: BrokerConfig,
+        zk: ZooKeeper,
+        controller: ControllerAccess,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._identity = identity
+        self._security = security
         self._config = config
         self._zk = zk
         self._controller = controller
@@ -81,7 +88,9 @@ class ControlledShutdown:
             raise ConnectionError(f"controller {controller_id} has no {listener} endpoint")
         broker_id = self._identity.broker_id
         request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=self._identity.broker_epoch)
-        conn = await BrokerConnection.open(ep.host, ep.port, client_id=f"broker-{broker_id}-shutdown")
+        conn = await BrokerConnection.open(
+            ep.host, ep.port, client_id=f"broker-{broker_id}-shutdown", security=self._security
+        )
         try:
             resp = await conn.send(request, timeout=self._config.request_timeout_ms / 1000)
         finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
@@ -46,7 +47,8 @@ MAX_TRUNCATION_ROUNDS = 10
 @dataclass(frozen=True, slots=True)
 class FollowerContext:
     """What a fetcher needs of its broker: who we are (the `replica_id` of our fetches), the
-    replica.* settings, where the leaders listen, and the local replicas to append to."""
+    replica.* settings, where the leaders listen and how to connect there (the inter-broker
+    listener's TLS/SASL; None for PLAINTEXT), and the local replicas to append to."""
 
     broker_id: int
     config: BrokerConfig
@@ -54,6 +56,7 @@ class FollowerContext:
     replicas: ReplicaManager
     throttle: ReplicationQuota | None = None
     """The follower side of the replication throttles (`follower.replication.throttled.*`)."""
+    security: ClientSecurity | None = None
 
 
 @dataclass(slots=True)
@@ -114,7 +117,10 @@ class ReplicaFetcher:
         if endpoint is None:
             raise ConnectionError(f"no {listener} endpoint known for broker {self.leader_id} yet")
         self._conn = await BrokerConnection.open(
-            endpoint.host, endpoint.port, client_id=f"broker-{self.local.broker_id}-fetcher-{self.index}"
+            endpoint.host,
+            endpoint.port,
+            client_id=f"broker-{self.local.broker_id}-fetcher-{self.index}",
+            security=self.local.security,
         )
         return self._conn
 

@@ -6,6 +6,10 @@ SASL_SSL listener (Kafka's `ssl.*` keys, `listener.name.<listener>.ssl.*` overri
 against (PLAIN: the PlainLoginModule's `user_<name>` options; SCRAM: the broker's credential cache,
 loaded from `/config/users` and kept current by `/config/changes`).
 
+`inter_broker_client_security` is how this broker connects to the others (replica fetchers, the
+controller's channels, controlled shutdown): the inter-broker listener's protocol with the broker's
+own keys and the listener JAAS config's username/password.
+
 `SaslSession` is one SASL connection's state, as Kafka's SaslServerAuthenticator:
 * before authentication only ApiVersions, SaslHandshake (v0-1) and, after a v1 handshake,
   SaslAuthenticate are served; anything else closes the connection (the dispatcher asks `allows`);
@@ -24,6 +28,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from zkafka.client.security import ClientSecurity, ClientSecurityError
 from zkafka.config import BrokerConfig
 from zkafka.protocol import ApiKey
 from zkafka.security.jaas import (
@@ -88,12 +93,6 @@ def build_listener_security(
 ) -> dict[str, ListenerSecurity]:
     """listener name -> its security; SecurityConfigError (or SslConfigError) if one cannot work."""
     props = config.security_properties()
-    inter_broker = config.inter_broker_endpoint.security_protocol.upper()
-    if inter_broker != "PLAINTEXT":
-        raise SecurityConfigError(
-            f"the inter-broker listener {config.inter_broker_listener_name} is {inter_broker}: brokers "
-            "can only talk to each other over PLAINTEXT yet (their client speaks neither TLS nor SASL)"
-        )
     out: dict[str, ListenerSecurity] = {}
     for ep in config.listeners:
         name, protocol = ep.listener_name, ep.security_protocol.upper()
@@ -144,8 +143,47 @@ def build_listener_security(
             if any(m in SCRAM_MECHANISMS for m in served):
                 sec.scram = scram
             sec.mechanisms = served
+            inter_mechanism = config.sasl_mechanism_inter_broker_protocol.strip().upper()
+            if name == config.inter_broker_listener_name and inter_mechanism not in served:
+                # Kafka's check too: the brokers could not log in to each other.
+                raise SecurityConfigError(
+                    f"sasl.mechanism.inter.broker.protocol {inter_mechanism} is not enabled on the "
+                    f"inter-broker listener {name} (it serves {', '.join(served)})"
+                )
         out[name] = sec
     return out
+
+
+def inter_broker_client_security(config: BrokerConfig) -> ClientSecurity | None:
+    """How this broker connects to the others (replica fetchers, the controller's channels,
+    controlled shutdown): the inter-broker listener's protocol, with the broker's own `ssl.*` keys
+    (`listener.name.<l>.ssl.*` first; the keystore is presented when the listener asks for a client
+    certificate) and, for SASL, `sasl.mechanism.inter.broker.protocol` logging in with the
+    `username`/`password` options of the listener's JAAS config for that mechanism, as Kafka's
+    broker does. None for PLAINTEXT. SecurityConfigError when it cannot work; never names a secret."""
+    endpoint = config.inter_broker_endpoint
+    protocol, listener = endpoint.security_protocol.upper(), endpoint.listener_name
+    if protocol == "PLAINTEXT":
+        return None
+    props = config.security_properties()
+    client: dict[str, str] = {"security.protocol": protocol}
+    if protocol in ("SSL", "SASL_SSL"):
+        client.update(listener_ssl_config(props, listener))
+    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        mechanism = config.sasl_mechanism_inter_broker_protocol.strip().upper()
+        jaas = listener_jaas_config(props, listener, mechanism)
+        if jaas is None:
+            raise SecurityConfigError(
+                f"the inter-broker listener {listener} uses SASL {mechanism}: set "
+                f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config with the "
+                'broker\'s own username="..." password="..."'
+            )
+        client["sasl.mechanism"] = mechanism
+        client["sasl.jaas.config"] = jaas
+    try:
+        return ClientSecurity.from_config(client)
+    except (ClientSecurityError, SslConfigError) as e:
+        raise SecurityConfigError(f"inter-broker listener {listener}: {e}") from None
 
 
 def _listener_mechanisms(
@@ -249,5 +287,6 @@ __all__ = [
     "SaslSession",
     "SecurityConfigError",
     "build_listener_security",
+    "inter_broker_client_security",
     "needs_scram",
 ]

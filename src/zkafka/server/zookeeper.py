@@ -2,7 +2,10 @@
 that brings its events onto the event loop.
 
 `connect` is the first step of start-up (Kafka's order, reference zk-layout §6): open the session
-(creating the chroot) and create the top-level paths. Everything else gets the narrow `ZooKeeper`
+(creating the chroot) and create the top-level paths. The session authenticates with the digest user
+of the JAAS `Client` section `KAFKA_OPTS` names (`zkafka.security.zookeeper_auth`), and with
+`zookeeper.set.acl=true` every znode it creates carries secure ACLs (`zkafka.zk.znode_acls`); without
+credentials that setting is a start-up error, as in Kafka. Everything else gets the narrow `ZooKeeper`
 view (`run`); only the broker's own wiring (controller module, change notification listeners) is
 handed the client, executor and watcher themselves.
 """
@@ -15,6 +18,8 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from zkafka.config import BrokerConfig
+from zkafka.security.zookeeper_auth import ZooKeeperAuthError, zookeeper_credentials
+from zkafka.server.security import SecurityConfigError
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.notifications import ChangeNotificationListener, NotificationHandler
 from zkafka.zk.watch_bridge import AsyncWatcher, SessionEvent, SessionState, WatchHandle, ZkExecutor
@@ -48,6 +53,16 @@ class BrokerZooKeeper:
     @classmethod
     async def connect(cls, config: BrokerConfig, name: str) -> BrokerZooKeeper:
         """A session to `zookeeper.connect` with Kafka's top-level paths in place."""
+        try:
+            auth = zookeeper_credentials()
+        except ZooKeeperAuthError as e:
+            raise SecurityConfigError(str(e)) from None
+        if config.zookeeper_set_acl and auth is None:
+            raise SecurityConfigError(
+                "zookeeper.set.acl is true but ZooKeeper has no credentials: name a JAAS file with a "
+                "Client section (org.apache.zookeeper.server.auth.DigestLoginModule username/password) "
+                "in KAFKA_OPTS=-Djava.security.auth.login.config=<file>"
+            )
         executor = ZkExecutor(name)
         try:
             client = await executor.call(
@@ -56,6 +71,8 @@ class BrokerZooKeeper:
                 session_timeout_ms=config.zookeeper_session_timeout_ms,
                 connection_timeout_ms=config.zookeeper_connection_timeout_ms,
                 create_chroot=True,
+                auth=auth,
+                secure_acls=config.zookeeper_set_acl,
             )
         except BaseException:
             executor.shutdown(wait=False)

@@ -2,7 +2,10 @@
 frozen (picklable) values that travel with the reader and writer objects to Spark's workers.
 
 Options arrive case-insensitively (Spark lower-cases the keys). Everything under ``kafka.`` is a
-Kafka client property, translated to zkafka's client arguments by `zkafka.client.config`;
+Kafka client property, translated to zkafka's client arguments by `zkafka.client.config`, and the
+security ones (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``,
+``kafka.ssl.truststore.location``, ...) into one `ClientSecurity`, as Spark's Kafka source passes them
+to its clients;
 ``zkafka.zookeeper.connect`` (ours, beyond Spark) finds the brokers through ZooKeeper instead of
 ``kafka.bootstrap.servers``.
 """
@@ -18,6 +21,7 @@ from typing import Any
 
 from zkafka.client.config import CONSUMER_PROPERTIES, PRODUCER_PROPERTIES, translate
 from zkafka.client.errors import ConfigError
+from zkafka.client.security import ClientSecurity, is_security_key
 from zkafka.client.types import TopicPartition
 from zkafka.spark.errors import OffsetError, OptionError
 
@@ -61,10 +65,24 @@ class ClientSpec:
     zookeeper_connect: str | None
     properties: tuple[tuple[str, str], ...] = ()
 
+    def security(self) -> ClientSecurity | None:
+        """TLS/SASL from the ``kafka.security.protocol`` / ``kafka.sasl.*`` / ``kafka.ssl.*`` options
+        (built where the client runs: an SSLContext does not travel); OptionError if they cannot work."""
+        given = {k: v for k, v in self.properties if is_security_key(k)}
+        if not given:
+            return None
+        try:
+            return ClientSecurity.from_config(given)
+        except ValueError as e:
+            raise OptionError(f"Kafka security options: {e}") from None
+
     def _base(self, table: Mapping[str, Any], client_id: str) -> dict[str, Any]:
         kwargs, _unknown = translate(dict(self.properties), table)
         kwargs.pop("bootstrap_servers", None)
         kwargs.setdefault("client_id", client_id)
+        security = self.security()
+        if security is not None:
+            kwargs["security"] = security
         return {
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
@@ -89,6 +107,7 @@ class ClientSpec:
             "client_id",
             "request_timeout_ms",
             "retry_backoff_ms",
+            "security",
         )
         return {k: v for k, v in kwargs.items() if k in allowed}
 
@@ -345,13 +364,15 @@ def _client_spec(params: dict[str, str], *, for_producer: bool) -> ClientSpec:
         _, unknown = translate(properties, table)
     except ConfigError as e:
         raise OptionError(str(e)) from None
-    for key in sorted(set(unknown) - {"group.id"}):
+    for key in sorted(k for k in set(unknown) - {"group.id"} if not is_security_key(k)):
         log.warning("Kafka option 'kafka.%s' is not used by zkafka's %s; ignored", key, what)
-    return ClientSpec(
+    spec = ClientSpec(
         bootstrap.strip() if bootstrap and bootstrap.strip() else None,
         zookeeper.strip() if zookeeper and zookeeper.strip() else None,
         tuple(sorted(properties.items())),
     )
+    spec.security()  # bad security options fail here, on the driver, not in every task
+    return spec
 
 
 def _strategy(params: dict[str, str]) -> Strategy:

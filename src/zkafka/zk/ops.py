@@ -8,12 +8,13 @@ operations before it as rolled back and those after it as "runtime inconsistency
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import TransactionRequest
 from kazoo.exceptions import RolledBackError, RuntimeInconsistency, ZookeeperError
+from kazoo.security import ACL
 
 from zkafka.zk.model import ANY_VERSION
 
@@ -59,11 +60,12 @@ class CheckOp:
 Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 
 
-def apply_ops(tx: TransactionRequest, ops: Sequence[Op]) -> None:
+def apply_ops(tx: TransactionRequest, ops: Sequence[Op], acls: Callable[[str], list[ACL]]) -> None:
+    """Add `ops` to `tx`; a created znode gets `acls(path)` (the session's `zookeeper.set.acl` choice)."""
     for op in ops:
         match op:
             case CreateOp():
-                tx.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+                tx.create(op.path, op.data, acl=acls(op.path), ephemeral=op.ephemeral, sequence=op.sequential)
             case SetDataOp():
                 tx.set_data(op.path, op.data, op.version)
             case DeleteOp():

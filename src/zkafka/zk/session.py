@@ -13,6 +13,10 @@ Threading: kazoo's client is thread-safe and so is this class (it keeps no mutab
 the set of session ids it has owned). Every method BLOCKS on a ZooKeeper round trip: never call them on
 an asyncio loop thread, use `watch_bridge.ZkExecutor`.
 
+Security (`zookeeper.set.acl`): with `auth` the session authenticates with a digest user, and with
+`secure_acls` every znode it creates (parents included) carries the ACLs `znode_acls.default_acls`
+gives its path: creator-all plus world-read, creator-only below the sensitive roots.
+
 jute.maxbuffer: ZooKeeper 3.6+ servers default to 1 MB per packet; Kafka raises its client limit to
 4 MB because large topic or ACL znodes can exceed 1 MB. kazoo has no client-side limit; the server
 started by `zkafka.local.zookeeper` is configured with 4 MB, production ensembles need the same setting.
@@ -36,11 +40,13 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import RetryFailedError
+from kazoo.security import ACL
 
 from zkafka.zk.connect import ConnectString, parse_connect_string
 from zkafka.zk.errors import ZkConnectionError
 from zkafka.zk.model import ANY_VERSION
 from zkafka.zk.ops import Op, apply_ops, first_failure
+from zkafka.zk.znode_acls import DigestCredentials, default_acls
 
 __all__ = ["DEFAULT_SESSION_TIMEOUT_MS", "ZkSession"]
 
@@ -50,6 +56,21 @@ DEFAULT_SESSION_TIMEOUT_MS = 18000
 """Kafka's `zookeeper.session.timeout.ms` default (2.5+)."""
 
 T = TypeVar("T")
+
+
+def _create_missing(
+    call: Callable[..., Any], zk: KazooClient, path: str, acls: Callable[[str], list[ACL]]
+) -> None:
+    """Create every missing znode of `path` (parents first) as an empty persistent znode with
+    `acls(its path)`; kazoo's ensure_path would give the parents the leaf's ACLs."""
+    parts = [p for p in path.split("/") if p]
+    for i in range(1, len(parts) + 1):
+        current = "/" + "/".join(parts[:i])
+        if call(zk.exists, current) is None:
+            try:
+                call(zk.create, current, b"", acl=acls(current))
+            except NodeExistsError:
+                pass
 
 
 def _fast_reconnect_retry() -> dict[str, Any]:
@@ -65,8 +86,18 @@ class ZkSession:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
         create_chroot: bool = True,
+        auth: DigestCredentials | None = None,
+        secure_acls: bool = False,
     ) -> None:
         self.connect_string: ConnectString = parse_connect_string(connect)
+        if secure_acls and auth is None:
+            # ZooKeeper refuses creator ACLs from an unauthenticated session; Kafka refuses to start too.
+            raise ValueError(
+                "zookeeper.set.acl is true but the ZooKeeper session has no credentials "
+                "(a JAAS Client section with DigestLoginModule username and password)"
+            )
+        self.auth = auth
+        self.secure_acls = secure_acls
         if session_timeout_ms <= 0:
             raise ValueError(f"session_timeout_ms must be positive, got {session_timeout_ms}")
         self.session_timeout_ms = session_timeout_ms
@@ -86,6 +117,7 @@ class ZkSession:
         timeout_s = self.connection_timeout_ms / 1000
         return KazooClient(
             hosts=hosts,
+            auth_data=self.auth.auth_data() if self.auth is not None else None,
             timeout=self.session_timeout_ms / 1000,
             connection_retry=_fast_reconnect_retry(),
             command_retry={**_fast_reconnect_retry(), "deadline": timeout_s},
@@ -108,7 +140,8 @@ class ZkSession:
         bootstrap = self._new_kazoo(self.connect_string.hosts)
         self._start(bootstrap)
         try:
-            bootstrap.retry(bootstrap.ensure_path, chroot)
+            # The chroot (and any parent of it) gets a cluster path's ACLs (creator-all + world-read).
+            _create_missing(bootstrap.retry, bootstrap, chroot, lambda _: default_acls("/", self.secure_acls))
         finally:
             bootstrap.stop()
             bootstrap.close()
@@ -224,10 +257,15 @@ class ZkSession:
     def exists(self, path: str) -> ZnodeStat | None:
         return self.call(self._zk.exists, path)
 
+    def acls(self, path: str) -> list[ACL]:
+        """The ACLs a znode this session creates at `path` gets (`znode_acls.default_acls`)."""
+        return default_acls(path, self.secure_acls)
+
     def ensure_path(self, path: str) -> None:
-        """Create `path` and its parents as empty persistent znodes where missing."""
+        """Create `path` and its parents as empty persistent znodes where missing, each with its
+        own path's ACLs."""
         if self.call(self._zk.exists, path) is None:
-            self.call(self._zk.ensure_path, path)
+            _create_missing(self.call, self._zk, path, self.acls)
 
     def create(
         self,
@@ -239,9 +277,16 @@ class ZkSession:
         makepath: bool = False,
     ) -> str:
         """Create a znode; returns its actual path (with the sequence suffix). Raises NodeExistsError."""
-        return self.call(
-            self._zk.create, path, data, ephemeral=ephemeral, sequence=sequential, makepath=makepath
-        )
+        acl = self.acls(path)
+        try:
+            return self.call(self._zk.create, path, data, acl=acl, ephemeral=ephemeral, sequence=sequential)
+        except NoNodeError:
+            parent = path.rsplit("/", 1)[0]
+            if not makepath or not parent:
+                raise
+        # The parents first, each with its own path's ACLs (kazoo's makepath would give them ours).
+        self.ensure_path(parent)
+        return self.call(self._zk.create, path, data, acl=acl, ephemeral=ephemeral, sequence=sequential)
 
     def create_if_absent(self, path: str, data: bytes = b"") -> bool:
         """Create a persistent znode (and parents); False if it already existed."""
@@ -280,7 +325,7 @@ class ZkSession:
         """One atomic ZooKeeper multi; raises the failing operation's kazoo exception (with
         `op_index` set on it) if any operation fails. Not retried: callers know how to recover."""
         tx = self._zk.transaction()
-        apply_ops(tx, ops)
+        apply_ops(tx, ops, self.acls)
         results = list(tx.commit())
         failure = first_failure(results)
         if failure is not None:

@@ -103,7 +103,7 @@ class ZkStore(ZkSession):
         pending = []
         for key, ops in batches:
             tx = self._zk.transaction()
-            apply_ops(tx, [check, *ops])
+            apply_ops(tx, [check, *ops], self.acls)
             pending.append((key, ops, tx.commit_async()))
         out: dict[Any, list[Any] | Exception] = {}
         moved = False

@@ -19,6 +19,10 @@ from zkafka.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from zkafka.protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from zkafka.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -78,6 +82,10 @@ from zkafka.protocol.messages.describe_groups import (
 from zkafka.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
+)
+from zkafka.protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -213,6 +221,8 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     47: OffsetDeleteRequest,
     48: DescribeClientQuotasRequest,
     49: AlterClientQuotasRequest,
+    50: DescribeUserScramCredentialsRequest,
+    51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
 }
 
@@ -257,6 +267,8 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     47: OffsetDeleteResponse,
     48: DescribeClientQuotasResponse,
     49: AlterClientQuotasResponse,
+    50: DescribeUserScramCredentialsResponse,
+    51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
 }
 
@@ -269,6 +281,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "ControlledShutdownRequest",
@@ -299,6 +313,8 @@ __all__ = [
     "DescribeGroupsResponse",
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
+    "DescribeUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "FetchRequest",

@@ -11,6 +11,7 @@ from zkafka.protocol.schemas import (
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_acls,
@@ -26,6 +27,7 @@ from zkafka.protocol.schemas import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -93,6 +95,8 @@ _MODULES = (
     describe_cluster,
     describe_client_quotas,
     alter_client_quotas,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -26,6 +26,7 @@ from zkafka.server.apis import (
     produce,
     producer_ids,
     sasl,
+    scram_credentials,
     topics,
 )
 from zkafka.server.dispatcher import Handler
@@ -72,4 +73,6 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: config_changes.handle_incremental,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.handle_describe,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter,
 }
