@@ -118,6 +118,8 @@ class ControllerCore:
         client_id: str,
         timings: ControllerTimings,
     ) -> None:
+        self.election_observer: Callable[[float, bool], None] | None = None
+        """Told (elapsed ms, unclean) of every leader elected (the broker's metrics)."""
         self.broker_id = broker_id
         self.config = config
         self.zk = zk

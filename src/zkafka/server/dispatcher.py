@@ -21,6 +21,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 from zkafka.protocol import (
@@ -34,6 +35,7 @@ from zkafka.protocol import (
     encode_response_parts,
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
+from zkafka.server.broker_metrics import RequestTiming, request_name
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
@@ -90,8 +92,12 @@ class Dispatcher:
         self.handlers = handlers
         self.served = services.served_versions
         self.listener = listener
+        self.request_metrics = services.metrics.requests if services.metrics is not None else None
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
+        metrics = self.request_metrics
+        if metrics is not None:
+            start = perf_counter()
         sasl = conn.sasl
         if sasl is not None and sasl.raw:
             return raw_sasl_token(frame, conn)
@@ -112,10 +118,22 @@ class Dispatcher:
                 raise ConnectionFatalError(refused)
         ctx = RequestContext(header, conn, self.listener, self.services, conn.principal)
         result = handler(ctx, request)
+        if metrics is None:
+            if result is NO_RESPONSE:
+                return NO_RESPONSE
+            if inspect.isawaitable(result):
+                return _finish(header, result)
+            return _encode(header, result)
+        # Counted once the response is written (the network layer calls `timing.sent`).
+        now = perf_counter()
+        timing = conn.timing = RequestTiming(
+            metrics, request_name(header.api_key), header.api_version, start, now
+        )
         if result is NO_RESPONSE:
             return NO_RESPONSE
         if inspect.isawaitable(result):
-            return _finish(header, result)
+            return _finish(header, result, timing)
+        timing.response(result, now)
         return _encode(header, result)
 
 
@@ -137,7 +155,9 @@ def authenticated(conn: KafkaConnection) -> None:
     conn.set_max_request_bytes(conn.sasl.security.max_request_bytes)
 
 
-def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) -> asyncio.Future[Any]:
+def _finish(
+    header: RequestHeader, pending: Awaitable[Message | _NoResponse], timing: RequestTiming | None = None
+) -> asyncio.Future[Any]:
     """The encoded response of a handler that returned an awaitable, as a future.
 
     The handler's coroutine is the task itself, not awaited inside a wrapper coroutine: when the
@@ -157,6 +177,8 @@ def _finish(header: RequestHeader, pending: Awaitable[Message | _NoResponse]) ->
             out.set_exception(exc)
         else:
             response = t.result()
+            if timing is not None:
+                timing.response(response, perf_counter())
             try:
                 out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response))
             except Exception as e:  # an unencodable response: the network layer logs and closes

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from zkafka.client.connection import BrokerConnection
 from zkafka.config import BrokerConfig
+from zkafka.metrics.broker import TopicMetrics
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     FetchRequest,
@@ -50,6 +51,8 @@ class FollowerContext:
     config: BrokerConfig
     metadata: MetadataCache
     replicas: ReplicaManager
+    metrics: TopicMetrics | None = None
+    """Replication bytes in by topic; None when metrics are off."""
 
 
 @dataclass(slots=True)
@@ -256,6 +259,8 @@ class ReplicaFetcher:
                             del data[:cut]
                             headers = validate_batches(data)
                         p.append_as_follower(data, headers)
+                        if self.local.metrics is not None:
+                            self.local.metrics.replicated(tp.topic, len(data))
                 except (CorruptRecordError, StorageError) as e:
                     log.error("%s: cannot append the leader's data: %s", tp, e)
                     return

@@ -20,6 +20,7 @@ from zkafka.config import BrokerConfig
 from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
 from zkafka.security.authorizer import AclAuthorizer
+from zkafka.server.broker_metrics import BrokerMetrics
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
@@ -130,3 +131,6 @@ class BrokerServices:
     (`zkafka.server.authorization` is where requests are checked)."""
     dynamic: DynamicConfigs | None = None
     """Dynamic broker configs; None where a test builds services without them."""
+    metrics: BrokerMetrics | None = None
+    """The counters handlers bump (per request, per partition batch); None when `metrics.listener`
+    is unset, and then nothing is counted (`zkafka.server.broker_metrics`)."""

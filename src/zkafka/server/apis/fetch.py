@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
+from zkafka.records.batch import iter_headers
 from zkafka.records.legacy import down_convert
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
@@ -44,13 +45,31 @@ class _Read:
     size: int = 0
     errors: bool = False
     partitions: list[TopicPartition] = field(default_factory=list)
+    bytes_by_topic: dict[str, int] = field(default_factory=dict)
 
 
 def handle(ctx: RequestContext, request: FetchRequest) -> Resp | Awaitable[Resp]:
     first = _read(ctx, request)
     if first.size >= request.min_bytes or request.max_wait_ms <= 0 or first.errors or not first.partitions:
+        _count(ctx, request, first)
         return first.response
     return _long_poll(ctx, request, first)
+
+
+def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
+    """Bytes out and failed fetches of the response actually sent (a long-poll's first read is not)."""
+    metrics = ctx.services.metrics
+    if metrics is None:
+        return
+    follower = request.replica_id >= 0
+    topics = metrics.topics
+    for topic, nbytes in read.bytes_by_topic.items():
+        topics.fetched(topic, nbytes, follower=follower)
+    if read.errors:
+        for t in read.response.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    metrics.partition_error("Fetch", t.topic, p.error_code, produce=False)
 
 
 async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -> Resp:
@@ -62,7 +81,9 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read) -
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
-    return _read(ctx, request, record_follower=False).response
+    final = _read(ctx, request, record_follower=False)
+    _count(ctx, request, final)
+    return final.response
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -75,13 +96,19 @@ def _legacy_magic(api_version: int) -> int | None:
     return 0 if api_version <= 1 else 1
 
 
-def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
+def _down_converted(
+    ctx: RequestContext, tp: TopicPartition, log_: Log, records: FileRecords, magic: int
+) -> bytes:
     if not log_.config.message_downconversion_enable:
         raise KafkaError(
             ErrorCode.UNSUPPORTED_VERSION,
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
-    return down_convert(records.materialize(), magic)
+    stored = records.materialize()
+    metrics = ctx.services.metrics
+    if metrics is not None:  # the converted records, counted from the batch headers
+        metrics.converted(tp.topic, sum(h.records_count for h in iter_headers(stored) if not h.is_control))
+    return down_convert(stored, magic)
 
 
 def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
@@ -157,8 +184,10 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     if legacy_magic is None:
                         out.records = records
                     else:
-                        out.records = _down_converted(log_, records, legacy_magic)
+                        out.records = _down_converted(ctx, tp, log_, records, legacy_magic)
                     result.size += chunk.size
+                    by_topic = result.bytes_by_topic
+                    by_topic[t.topic] = by_topic.get(t.topic, 0) + chunk.size
                     budget -= chunk.size
             except KafkaError as e:
                 out.error_code = e.code
