@@ -167,7 +167,9 @@ class LocalCluster:
             # Every local broker serves /metrics, on a port picked here like its Kafka port so that
             # `cluster status` can say where without asking the broker.
             props["metrics.listener"] = f"http://127.0.0.1:{free_port()}"
-        broker.metrics = _metrics_url(props["metrics.listener"])
+        elif not props["metrics.listener"]:  # `metrics.listener=` (empty): metrics off
+            del props["metrics.listener"]
+        broker.metrics = _metrics_url(props.get("metrics.listener", ""))
         broker.config_path.write_text(format_properties(props))
         self.brokers[broker_id] = broker
         return broker
@@ -424,6 +426,8 @@ class LocalCluster:
 def _metrics_url(listener: str) -> str:
     """The scrape URL of a `metrics.listener` value ("" when its port is picked at start-up: the
     broker's log says which)."""
+    if not listener:
+        return ""
     try:
         host, port = parse_metrics_listener(listener)
     except ValueError:
