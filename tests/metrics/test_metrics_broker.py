@@ -281,3 +281,17 @@ def test_killing_the_controller_moves_activecontrollercount(cluster: LocalCluste
         cluster.start_broker(old)
         wait_until_ready(cluster, 90)
     assert not _is_controller(cluster, old)
+
+
+def test_cluster_status_prints_each_brokers_metrics_url(cluster: LocalCluster) -> None:
+    cluster.save()
+    out = subprocess.run(
+        [sys.executable, "-m", "zkafka.cli.main", "cluster", "status", "--dir", str(cluster.directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    for broker in cluster.brokers.values():
+        assert broker.metrics.startswith("http://127.0.0.1:")
+        assert broker.metrics in out
