@@ -261,6 +261,8 @@ def test_a_killed_follower_is_under_replicated_on_the_leader_until_restarted(clu
         cluster.start_broker(follower)
         wait_until_ready(cluster, 90)
     wait_for(lambda: value(scrape(cluster, leader), urp) == 0, 90, "under-replicated to fall back to 0")
+    # the leader took the restarted follower back into the ISR itself
+    assert value(scrape(cluster, leader), "kafka_server_replicamanager_isrexpands_total") >= 1
 
 
 def _is_controller(cluster: LocalCluster, broker_id: int) -> bool:
@@ -295,3 +297,32 @@ def test_cluster_status_prints_each_brokers_metrics_url(cluster: LocalCluster) -
     for broker in cluster.brokers.values():
         assert broker.metrics.startswith("http://127.0.0.1:")
         assert broker.metrics in out
+
+
+def test_down_converted_records_are_counted(cluster: LocalCluster) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    topic = f"conv-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, rf=1)
+    leader = leader_of(cluster, topic)
+    produce(cluster, topic, 40)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id=None,
+        auto_offset_reset="earliest",
+        api_version=(0, 10, 1),
+    )
+    try:  # Fetch v3: magic 1 message sets, converted from the stored v2 batches
+        consumer.assign([KafkaTopicPartition(topic, 0)])
+        got = 0
+        for _ in range(60):
+            got += sum(len(rs) for rs in consumer.poll(timeout_ms=500).values())
+            if got >= 40:
+                break
+        assert got == 40
+    finally:
+        consumer.close()
+    samples = scrape(cluster, leader)
+    assert value(samples, "kafka_server_brokertopicmetrics_fetchmessageconversions_total", topic=topic) >= 40
+    assert value(samples, "kafka_network_requestmetrics_requests_total", request="Fetch", version="3") >= 1

@@ -8,6 +8,10 @@ fetch long-poll) return a coroutine.
 A handler sees its broker only through `ctx.services` (`zkafka.server.services.BrokerServices`),
 the same object for every request, and who is asking through `ctx.principal`.
 
+With metrics on (`services.metrics`), each request gets a `RequestTiming` (`broker_metrics.py`),
+handed to the network layer as `conn.timing`, which reports it once the response is written; with
+them off, nothing is timed.
+
 Version policy (Kafka's): an ApiVersions request at a version we do not serve gets the v0
 UNSUPPORTED_VERSION answer (clients retry lower); any other unsupported version, an unknown API
 key or an undecodable request closes the connection (`ConnectionFatalError`).
@@ -124,17 +128,20 @@ class Dispatcher:
             if inspect.isawaitable(result):
                 return _finish(header, result)
             return _encode(header, result)
-        # Counted once the response is written (the network layer calls `timing.sent`).
-        now = perf_counter()
-        timing = conn.timing = RequestTiming(
-            metrics, request_name(header.api_key), header.api_version, start, now
-        )
+        # Counted once the response is written (the network layer calls `timing.sent`); local time
+        # includes encoding (a fetch's segment reads happen there).
+        name = request_name(header.api_key)
         if result is NO_RESPONSE:
+            conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
             return NO_RESPONSE
         if inspect.isawaitable(result):
+            timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
             return _finish(header, result, timing)
+        encoded = _encode(header, result)
+        now = perf_counter()
+        timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, now)
         timing.response(result, now)
-        return _encode(header, result)
+        return encoded
 
 
 def raw_sasl_token(frame: bytes, conn: KafkaConnection) -> list[bytes | bytearray | memoryview]:
@@ -177,12 +184,14 @@ def _finish(
             out.set_exception(exc)
         else:
             response = t.result()
-            if timing is not None:
-                timing.response(response, perf_counter())
             try:
-                out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response))
+                encoded = NO_RESPONSE if response is NO_RESPONSE else _encode(header, response)
             except Exception as e:  # an unencodable response: the network layer logs and closes
                 out.set_exception(e)
+                return
+            if timing is not None:
+                timing.response(response, perf_counter())
+            out.set_result(encoded)
 
     def abandoned(f: asyncio.Future[Any]) -> None:
         if f.cancelled():
