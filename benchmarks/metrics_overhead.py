@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from broker_throughput import cpu_seconds, produce
 
 from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.metrics.scrape import scrape
 from zkafka.testing.cluster import running_cluster
 
 
@@ -62,8 +63,10 @@ def main() -> None:
         cpus: dict[str, list[float]] = {"on": [], "off": []}
         for _name, cluster in (("on", on), ("off", off)):  # warm-up: topic creation, first segment
             produce(cluster.bootstrap_servers, "bench", 10_000, args.record_size)
-        for _ in range(args.rounds):
-            for name, cluster in (("off", off), ("on", on)):
+        for round_ in range(args.rounds):
+            # alternate which goes first: a load change on the machine must not always hit one side
+            order = (("off", off), ("on", on)) if round_ % 2 == 0 else (("on", on), ("off", off))
+            for name, cluster in order:
                 pid = cluster.brokers[1].pid
                 before = cpu_seconds(pid)
                 elapsed = produce(cluster.bootstrap_servers, "bench", args.records, args.record_size)
@@ -72,7 +75,18 @@ def main() -> None:
                 cpus[name].append(used / args.records * 1e6)
                 print(f"metrics {name:3}: {args.records / elapsed:12,.0f} records/s, broker CPU {used:.2f} s")
         stop.set()
+        samples = scrape(on.brokers[1].metrics)
+        produces = sum(
+            x.value
+            for x in samples
+            if x.name == "kafka_network_requestmetrics_requests_total"
+            and x.labels.get("request") == "Produce"
+        )
         print()
+        print(
+            f"the metrics-on broker answered {produces:,.0f} Produce requests, "
+            f"{produces / (args.rounds * args.records + 10_000) * 1e6:,.0f} per million records"
+        )
         for name in ("off", "on"):
             print(
                 f"metrics {name:3}: best {max(rates[name]):12,.0f} records/s, median "

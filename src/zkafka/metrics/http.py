@@ -17,11 +17,13 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from zkafka.logs import RateLimitedLog
 from zkafka.metrics.exposition import CONTENT_TYPE
 
 __all__ = ["MetricsServer"]
 
 log = logging.getLogger("zkafka.metrics.http")
+limited = RateLimitedLog(log)
 
 MAX_HEAD = 8192
 MAX_CONNECTIONS = 32
@@ -123,9 +125,11 @@ class MetricsServer:
         if self.refresh is not None:
             try:
                 await asyncio.wait_for(self.refresh(), self.refresh_timeout_s)
-            except Exception:
-                log.warning(
-                    "refreshing metrics before a scrape failed; serving the last values", exc_info=True
+            except Exception as e:  # ZooKeeper or another broker away: one line a minute, not per scrape
+                limited.warning(
+                    ("refresh", type(e).__name__),
+                    "refreshing metrics before a scrape failed (%r); serving the last values",
+                    e,
                 )
         try:
             body = self.render().encode()

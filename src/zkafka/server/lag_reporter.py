@@ -26,6 +26,7 @@ from zkafka.client.admin import AdminClient
 from zkafka.client.types import TopicPartition as ClientTopicPartition
 from zkafka.coordinator.coordinator import GroupCoordinator
 from zkafka.coordinator.group import GroupState
+from zkafka.logs import RateLimitedLog
 from zkafka.metrics import Registry
 from zkafka.metrics.lag import GroupSnapshot, consumer_group_samples
 from zkafka.records.batch import iter_headers
@@ -37,6 +38,7 @@ from zkafka.storage.naming import TopicPartition
 from zkafka.zk.client import KafkaZkClient
 
 log = logging.getLogger(__name__)
+limited = RateLimitedLog(log)
 
 __all__ = ["LAG_METRICS", "LagReporter"]
 
@@ -120,7 +122,11 @@ class LagReporter:
             if bootstrap is None:
                 return {}
             self._admin = AdminClient(bootstrap, client_id="zkafka-lag-reporter", request_timeout_ms=2000)
-        found = await self._admin.list_offsets({ClientTopicPartition(t, p): "latest" for t, p in wanted})
+        try:
+            found = await self._admin.list_offsets({ClientTopicPartition(t, p): "latest" for t, p in wanted})
+        except Exception as e:  # leaders moving, a topic deleted: those partitions wait for the next scrape
+            limited.warning(("end offsets",), "consumer lag: other leaders' end offsets unavailable: %s", e)
+            return {}
         return {(tp.topic, tp.partition): r.offset for tp, r in found.items() if r is not None}
 
     def _first_unconsumed_timestamps(
