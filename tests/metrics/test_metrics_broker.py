@@ -337,3 +337,31 @@ def test_down_converted_records_are_counted(cluster: LocalCluster) -> None:
     samples = scrape(cluster, leader)
     assert value(samples, "kafka_server_brokertopicmetrics_fetchmessageconversions_total", topic=topic) >= 40
     assert value(samples, "kafka_network_requestmetrics_requests_total", request="Fetch", version="3") >= 1
+
+
+def test_a_deleted_topics_series_go_away(cluster: LocalCluster) -> None:
+    topic = f"gone-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic)
+    leader = leader_of(cluster, topic)
+    produce(cluster, topic, 3)
+    wait_for(
+        lambda: (
+            value(scrape(cluster, leader), "kafka_server_brokertopicmetrics_messagesin_total", topic=topic)
+            == 3
+        ),
+        30,
+        "the topic's counter",
+    )
+
+    async def delete() -> None:
+        async with AdminClient(cluster.bootstrap_servers) as admin:
+            await admin.delete_topics([topic])
+
+    asyncio.run(delete())
+
+    def gone() -> bool:
+        return not any(
+            dict(ls).get("topic") == topic for b in cluster.brokers for _n, ls in scrape(cluster, b)
+        )
+
+    wait_for(gone, 60, f"every series of {topic} to go")

@@ -105,6 +105,8 @@ class Broker:
         broker_id = identity.broker_id
         self.log_manager = logs = await open_logs(cfg, identity, zk)
         self.replicas = replicas = ReplicaManager(broker_id, logs)
+        if metrics is not None:
+            replicas.on_topic_gone = metrics.forget
         metadata = MetadataCache()
         self.fetchers = replicas.followers = ReplicaFetcherManager(
             FollowerContext(broker_id, cfg, metadata, replicas, metrics.topics if metrics else None)

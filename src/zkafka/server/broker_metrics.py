@@ -78,6 +78,11 @@ class BrokerMetrics:
         headers: the conversion itself decodes them, the count does not)."""
         self.conversions[topic] = self.conversions.get(topic, 0) + records
 
+    def forget(self, topic: str) -> None:
+        """A topic deleted here: its per-topic series go, as Kafka removes its per-topic MBeans."""
+        self.topics.forget(topic)
+        self.conversions.pop(topic, None)
+
     def partition_error(self, request: str, topic: str, code: int, *, produce: bool) -> None:
         """A Produce or Fetch partition answered with an error: Kafka's failed-request count of the
         topic and the error's count under the request."""
