@@ -107,6 +107,9 @@ def run_up(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
+    metrics = [b.metrics for _, b in sorted(cluster.brokers.items()) if b.metrics]
+    if metrics:
+        print(f"metrics: {' '.join(metrics)}")
     return 0
 
 
