@@ -5,7 +5,7 @@ Modules: `catalogue` (every metric as data: name, kind, labels, help, suggested 
 (counters, histograms, scrape-time callbacks, rendering), `exposition` (text format 0.0.4), `broker`
 (`TopicMetrics`, `RequestMetrics`: the per-request/per-batch calls), `process` (process_*), `lag`
 (consumer lag, pure), `http` (`MetricsServer`: GET /metrics), `address` (`metrics.listener`), `docs`
-(docs/operations.md's metrics list).
+(docs/operations.md's metrics list), `scrape` (reading a /metrics page back, for the demo).
 
 Wired into the broker by `zkafka.server.broker_metrics` (and `server.lag_reporter`); where each
 piece is called from:
