@@ -1,5 +1,5 @@
 """Prometheus metrics for a broker: a registry whose counting costs a dict bump on the hot path and
-whose exposition is built when Prometheus scrapes. Depends on no other zkafka package.
+whose exposition is built when Prometheus scrapes. Depends on no other zkafka package but `zkafka.logs`.
 
 Modules: `catalogue` (every metric as data: name, kind, labels, help, suggested alert), `registry`
 (counters, histograms, scrape-time callbacks, rendering), `exposition` (text format 0.0.4), `broker`
