@@ -12,7 +12,7 @@ start-up, shutdown or the listeners.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
 from zkafka.quotas.replication import ReplicationQuota
 from zkafka.security.authorizer import AclAuthorizer
+from zkafka.server.broker_metrics import BrokerMetrics
 from zkafka.server.client_quotas import ClientQuotas
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
@@ -112,19 +113,6 @@ class DynamicConfigs(Protocol):
     def synonyms(self, key: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]: ...
 
 
-@dataclass(slots=True)
-class MessageConversions:
-    """Records this broker down-converted for Fetch v0-v3 clients, per topic: Kafka's
-    BrokerTopicMetrics FetchMessageConversionsPerSec (`kafka_server_brokertopicmetrics_
-    fetchmessageconversions_total{topic}` once the metrics wiring exposes it). Plain counts, bumped
-    once per converted partition fetch."""
-
-    fetch: dict[str, int] = field(default_factory=dict)
-
-    def count_fetch(self, topic: str, records: int) -> None:
-        self.fetch[topic] = self.fetch.get(topic, 0) + records
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     identity: BrokerIdentity
@@ -151,5 +139,6 @@ class BrokerServices:
     leader_throttle: ReplicationQuota | None = None
     """The leader side of the replication throttles (`zkafka.server.replication_throttles`), which
     replica fetches of throttled partitions are held to."""
-    conversions: MessageConversions = field(default_factory=MessageConversions)
-    """What down-conversion for old clients has cost, counted for the metrics."""
+    metrics: BrokerMetrics | None = None
+    """The counters handlers bump (per request, per partition batch); None when `metrics.listener`
+    is unset, and then nothing is counted (`zkafka.server.broker_metrics`)."""

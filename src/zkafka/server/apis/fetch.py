@@ -15,7 +15,7 @@ or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), unless the topic's
 `message.downconversion.enable` is false (UNSUPPORTED_VERSION). As KIP-283 has it, the stored
 batches are read and converted one at a time and conversion stops at the partition's byte limit,
 cutting only between whole messages (the first always whole): a large fetch is never read or
-converted at once. Converted records are counted per topic (`BrokerServices.conversions`).
+converted at once. Converted records are counted per topic (`fetchmessageconversions_total`).
 
 Fetch v13 names topics by id (KIP-516), resolved through the metadata cache: an id no live topic
 has answers its partitions with UNKNOWN_TOPIC_ID (the client refreshes its metadata), so a
@@ -56,12 +56,14 @@ class _Read:
     size: int = 0
     errors: bool = False
     partitions: list[TopicPartition] = field(default_factory=list)
+    bytes_by_topic: dict[str, int] = field(default_factory=dict)
 
 
 def handle(ctx: RequestContext, request: FetchRequest) -> Resp | Awaitable[Resp]:
     quota_max = _quota_max_bytes(ctx, request)
     first = _read(ctx, request, quota_max=quota_max)
     if first.size >= request.min_bytes or request.max_wait_ms <= 0 or first.errors or not first.partitions:
+        _count(ctx, request, first)
         return _throttled(ctx, first, quota_max)
     return _long_poll(ctx, request, first, quota_max)
 
@@ -86,6 +88,22 @@ def _throttled(ctx: RequestContext, read: _Read, quota_max: int | None) -> Resp:
     return read.response
 
 
+def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
+    """Bytes out and failed fetches of the response actually sent (a long-poll's first read is not)."""
+    metrics = ctx.services.metrics
+    if metrics is None:
+        return
+    follower = request.replica_id >= 0
+    topics = metrics.topics
+    for topic, nbytes in read.bytes_by_topic.items():
+        topics.fetched(topic, nbytes, follower=follower)
+    if read.errors:
+        for t in read.response.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    metrics.partition_error("Fetch", t.topic, p.error_code, produce=False)
+
+
 async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
     def enough() -> bool:
         return _available(ctx, request) >= request.min_bytes
@@ -95,7 +113,9 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, q
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
-    return _throttled(ctx, _read(ctx, request, record_follower=False, quota_max=quota_max), quota_max)
+    final = _read(ctx, request, record_follower=False, quota_max=quota_max)
+    _count(ctx, request, final)
+    return _throttled(ctx, final, quota_max)
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -123,7 +143,9 @@ def _down_converted(
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
     converted = down_convert_within(records.batches(), magic, limit, offset)
-    ctx.services.conversions.count_fetch(tp.topic, converted.records)
+    metrics = ctx.services.metrics
+    if metrics is not None:
+        metrics.converted(tp.topic, converted.records)
     return converted
 
 
@@ -243,6 +265,8 @@ def _read(
                         )
                         out.records, size = converted.chunks or b"", converted.size
                     result.size += size
+                    by_topic = result.bytes_by_topic
+                    by_topic[t.topic] = by_topic.get(t.topic, 0) + size
                     budget -= size
                     if throttled:
                         ctx.services.leader_throttle.record(size, now)  # type: ignore[union-attr]

@@ -80,6 +80,8 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
             except Exception:
                 log.exception("produce to %s failed", tp)
                 out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            if out.error_code and ctx.services.metrics is not None:
+                ctx.services.metrics.partition_error("Produce", t.name, out.error_code, produce=True)
     throttle = _produce_quota(ctx, request)
     if acks == 0:
         ctx.connection.throttle(throttle)  # no response to carry it: the mute alone slows the client
@@ -132,6 +134,12 @@ def _append(
         out.log_start_offset = partition.log.log_start_offset
         return (duplicate.last_offset + 1, partition.leader_epoch) if acks == -1 else None
     info, epoch = ctx.services.replicas.append_to_leader(partition.tp, batches, headers, required_acks=acks)
+    metrics = ctx.services.metrics
+    if metrics is not None:  # per partition, from the batch headers: no record is decoded
+        records = 0
+        for h in headers:
+            records += h.records_count
+        metrics.topics.produced(partition.tp.topic, records, len(batches))
     out.base_offset = info.first_offset
     out.log_append_time_ms = info.log_append_time
     out.log_start_offset = info.log_start_offset
@@ -203,8 +211,11 @@ async def _await_replication(
     throttle_ms: int,
 ) -> Resp:
     errors = await ctx.services.replicas.wait_for_replication(waiting, timeout_ms / 1000)
+    metrics = ctx.services.metrics
     for tp, error in errors.items():
         results[tp].error_code = error
+        if error and metrics is not None:
+            metrics.partition_error("Produce", tp.topic, error, produce=True)
     return _response(results, throttle_ms)
 
 
