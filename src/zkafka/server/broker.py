@@ -38,6 +38,7 @@ from zkafka.server.broker_metrics import (
     MetricsEndpoint,
     ZooKeeperMetrics,
     register_controller_metrics,
+    register_quota_metrics,
     register_replica_gauges,
 )
 from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
@@ -215,6 +216,8 @@ class Broker:
         assert self.group_coordinator is not None
         register_replica_gauges(registry, self.replicas)
         self.controller.set_election_observer(register_controller_metrics(registry, self.controller))
+        if self.services is not None and self.services.quotas is not None:
+            register_quota_metrics(registry, self.services.quotas.throttle_totals)
         self.lag_reporter = lag = LagReporter(
             registry,
             self.group_coordinator.coordinator,

@@ -30,6 +30,7 @@ from zkafka.metrics.http import MetricsServer
 from zkafka.metrics.process import register_process_metrics
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.api_keys import api_name
+from zkafka.server.client_quotas import ThrottleTotals
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.zk.watch_bridge import SessionEvent, SessionState
 
@@ -192,6 +193,24 @@ class ControllerGauges(Protocol):
     def is_active(self) -> bool: ...
 
     def metrics_counts(self) -> tuple[int, int, int, int] | None: ...
+
+
+QUOTA_THROTTLE_MS = "kafka_server_clientquota_throttletimems_total"
+QUOTA_THROTTLED = "kafka_server_clientquota_throttledresponses_total"
+
+
+def register_quota_metrics(registry: Registry, totals: Callable[[], ThrottleTotals]) -> None:
+    """Per-client throttle totals of the client quotas (`ClientQuotas.throttle_totals`), read at
+    scrape time: the quota managers keep them as plain counts."""
+
+    def read() -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        now = totals()
+        return {
+            QUOTA_THROTTLE_MS: [(key, ms) for key, ms in now.throttle_time_ms.items()],
+            QUOTA_THROTTLED: [(key, n) for key, n in now.throttled.items()],
+        }
+
+    registry.register_group([QUOTA_THROTTLE_MS, QUOTA_THROTTLED], read)
 
 
 def register_controller_metrics(
