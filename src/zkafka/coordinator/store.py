@@ -1,4 +1,5 @@
-"""Reading and writing the `__consumer_offsets` partitions this broker leads.
+"""Reading and writing the `__consumer_offsets` partitions this broker leads (the append path,
+`CoordinatorLogStore`, also serves the transaction coordinator's `__transaction_state`).
 
 Writes go through the broker's one leader append, the same as Produce's, seen here only as the
 narrow `PartitionLeaders` interface (the broker's replica manager implements it): offsets get
@@ -94,10 +95,14 @@ class PartitionLeaders(Protocol):
         ...
 
 
-class OffsetsTopicStore:
+class CoordinatorLogStore:
+    """Appends to the partitions of one coordinator topic (`__consumer_offsets`,
+    `__transaction_state`) this broker leads: one batch per call, acks as configured."""
+
     def __init__(
         self,
         replicas: PartitionLeaders,
+        topic: str,
         *,
         compression: int = 0,
         commit_timeout_ms: int = 5000,
@@ -105,18 +110,19 @@ class OffsetsTopicStore:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.replicas = replicas
+        self.topic = topic
         self.compression = compression
         self.commit_timeout_ms = commit_timeout_ms
         self.required_acks = required_acks
         self._clock = clock
 
     def leader(self, partition: int) -> Log | None:
-        """The log of `__consumer_offsets-<partition>` while this broker leads it."""
-        return self.replicas.leader_log(offsets_tp(partition))
+        """The log of `<topic>-<partition>` while this broker leads it."""
+        return self.replicas.leader_log(TopicPartition(self.topic, partition))
 
     async def append(self, partition: int, records: Sequence[KeyValue], *, wait: bool = True) -> AppendResult:
         """Append one batch; with `wait` (and acks=-1) return once it is replicated to the ISR."""
-        tp = offsets_tp(partition)
+        tp = TopicPartition(self.topic, partition)
         if self.leader(partition) is None:  # moved away: the coordinator answers NOT_COORDINATOR
             return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         now = int(self._clock() * 1000)
@@ -139,6 +145,26 @@ class OffsetsTopicStore:
         required = {tp: (info.last_offset + 1, epoch)}
         outcome = await self.replicas.wait_for_replication(required, self.commit_timeout_ms / 1000)
         return AppendResult(outcome[tp], info.first_offset)
+
+
+class OffsetsTopicStore(CoordinatorLogStore):
+    def __init__(
+        self,
+        replicas: PartitionLeaders,
+        *,
+        compression: int = 0,
+        commit_timeout_ms: int = 5000,
+        required_acks: int = -1,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(
+            replicas,
+            GROUP_METADATA_TOPIC,
+            compression=compression,
+            commit_timeout_ms=commit_timeout_ms,
+            required_acks=required_acks,
+            clock=clock,
+        )
 
 
 def read_partition(log_: Log) -> LoadedPartition:

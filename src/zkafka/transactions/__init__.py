@@ -8,7 +8,9 @@ Modules, from the inside out:
 * `state` -- Kafka's transaction states, their bytes, the legal transitions;
 * `metadata` -- one transactional id's metadata and the coordinator's decisions on it (pure:
   epoch bumps, fencing, the two-step prepare/complete of every change);
-* `log_records` -- the `__transaction_state` key/value byte formats and the partition of an id.
+* `log_records` -- the `__transaction_state` key/value byte formats and the partition of an id;
+* `loading` -- replaying a partition when this broker becomes its leader;
+* `coordinator` -- the partitions owned, the APIs' operations, markers and timeouts.
 
 What exists and what remains of the transaction protocol: `docs/transactions.md`.
 """
