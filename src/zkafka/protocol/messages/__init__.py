@@ -7,6 +7,14 @@
 from __future__ import annotations
 
 from zkafka.protocol.message import Message
+from zkafka.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from zkafka.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
 from zkafka.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -74,6 +82,10 @@ from zkafka.protocol.messages.describe_log_dirs import (
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
     ElectLeadersResponse,
+)
+from zkafka.protocol.messages.end_txn import (
+    EndTxnRequest,
+    EndTxnResponse,
 )
 from zkafka.protocol.messages.fetch import (
     FetchRequest,
@@ -159,9 +171,17 @@ from zkafka.protocol.messages.sync_group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from zkafka.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from zkafka.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+)
+from zkafka.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 
 REQUEST_CLASSES: dict[int, type[Message]] = {
@@ -189,6 +209,11 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    24: AddPartitionsToTxnRequest,
+    25: AddOffsetsToTxnRequest,
+    26: EndTxnRequest,
+    27: WriteTxnMarkersRequest,
+    28: TxnOffsetCommitRequest,
     29: DescribeAclsRequest,
     30: CreateAclsRequest,
     31: DeleteAclsRequest,
@@ -231,6 +256,11 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    24: AddPartitionsToTxnResponse,
+    25: AddOffsetsToTxnResponse,
+    26: EndTxnResponse,
+    27: WriteTxnMarkersResponse,
+    28: TxnOffsetCommitResponse,
     29: DescribeAclsResponse,
     30: CreateAclsResponse,
     31: DeleteAclsResponse,
@@ -251,6 +281,10 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
 __all__ = [
     "REQUEST_CLASSES",
     "RESPONSE_CLASSES",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
@@ -285,6 +319,8 @@ __all__ = [
     "DescribeLogDirsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
     "FindCoordinatorRequest",
@@ -327,6 +363,10 @@ __all__ = [
     "StopReplicaResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]

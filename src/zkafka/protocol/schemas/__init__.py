@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -25,6 +27,7 @@ from zkafka.protocol.schemas import (
     describe_groups,
     describe_log_dirs,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -46,7 +49,9 @@ from zkafka.protocol.schemas import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 
 _MODULES = (
@@ -74,6 +79,11 @@ _MODULES = (
     delete_records,
     init_producer_id,
     offset_for_leader_epoch,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
     describe_configs,
     alter_configs,
     create_partitions,
