@@ -81,6 +81,11 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_ACLS: (0, 1),
     ApiKey.CREATE_ACLS: (0, 1),
     ApiKey.DELETE_ACLS: (0, 1),
+    # Transactions (KIP-98): non-flexible versions; v2 of AddPartitionsToTxn/EndTxn may answer
+    # PRODUCER_FENCED (KIP-588). WriteTxnMarkers is broker to broker (zkafka's coordinator sends v0).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
+    ApiKey.END_TXN: (0, 2),
+    ApiKey.WRITE_TXN_MARKERS: (0, 0),
 }
 
 

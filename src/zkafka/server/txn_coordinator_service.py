@@ -1,6 +1,7 @@
 """The transaction coordinator (`zkafka.transactions`) wired into a broker: `__transaction_state`
 created on the first FindCoordinator with key type TRANSACTION, loading and unloading its
-partitions on LeaderAndIsr, producer ids from the broker's ZooKeeper blocks.
+partitions on LeaderAndIsr, producer ids from the broker's ZooKeeper blocks, markers through
+`txn_markers.TxnMarkerChannel`.
 
 `__transaction_state` gets Kafka's configs: `transaction.state.log.num.partitions` partitions
 (50), `transaction.state.log.replication.factor` replicas (3, capped to the live brokers as for
@@ -19,10 +20,11 @@ from zkafka.server.coordinator_service import CoordinatorAddress, CoordinatorTop
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.txn_markers import TxnMarkerChannel
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
-from zkafka.transactions.coordinator import MarkerWriter, TransactionCoordinator, TxnConfig
+from zkafka.transactions.coordinator import TransactionCoordinator, TxnConfig
 from zkafka.zk.topic_names import TRANSACTION_STATE_TOPIC
 
 TXN_REQUEST_TIMEOUT_MS = 5000
@@ -48,9 +50,9 @@ class TxnCoordinatorService:
         logs: LogManager,
         zk: ZooKeeper,
         producer_ids: ProducerIdManager,
-        markers: MarkerWriter | None = None,
     ) -> None:
         self._replicas = replicas
+        self.markers = TxnMarkerChannel(broker_id, replicas, metadata, config.inter_broker_listener_name)
         self.topic = CoordinatorTopic(
             TRANSACTION_STATE_TOPIC,
             num_partitions=config.transaction_state_log_num_partitions,
@@ -69,7 +71,7 @@ class TxnCoordinatorService:
             TxnConfig.from_broker(config),
             self.store,
             producer_ids.next_id,
-            markers,
+            self.markers,
             num_partitions=self.topic.num_partitions,
         )
 
@@ -80,6 +82,7 @@ class TxnCoordinatorService:
     async def stop(self) -> None:
         self.topic.stop()
         await self.coordinator.stop()
+        self.markers.close()
 
     def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
         """After LeaderAndIsr: load the `__transaction_state` partitions now led here, unload

@@ -26,6 +26,7 @@ from zkafka.server.apis import (
     producer_ids,
     sasl,
     topics,
+    transactions,
 )
 from zkafka.server.dispatcher import Handler
 
@@ -69,4 +70,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: config_changes.handle_incremental,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions,
+    ApiKey.END_TXN: transactions.handle_end_txn,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
 }

@@ -8,6 +8,10 @@ always makes progress. When less than `min_bytes` is available the request is pa
 (`zkafka.server.delayed`) until an append or a high-watermark move makes enough data visible, or
 `max_wait_ms` passes. Fetch sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
+read_committed consumers (v4+, isolation_level 1) read below the last stable offset (LSO) only,
+and each answer lists the aborted transactions (from the `.txnindex`es) that may have records in
+what it returns, so the client drops them; the LSO is in every v4+ answer.
+
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
 or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), read and converted in the handler, as
 Kafka does, unless the topic's `message.downconversion.enable` is false (UNSUPPORTED_VERSION).
@@ -84,21 +88,31 @@ def _down_converted(log_: Log, records: FileRecords, magic: int) -> bytes:
     return down_convert(records.materialize(), magic)
 
 
-def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
-    return partition.log.log_end_offset if is_follower else partition.high_watermark
+READ_COMMITTED = 1
+
+
+def _read_committed(ctx: RequestContext, request: FetchRequest) -> bool:
+    return ctx.api_version >= FIRST_V2_FETCH_VERSION and request.isolation_level == READ_COMMITTED
+
+
+def _visible_end(partition, is_follower: bool, read_committed: bool = False) -> int:  # type: ignore[no-untyped-def]
+    if is_follower:
+        return partition.log.log_end_offset
+    return partition.last_stable_offset if read_committed else partition.high_watermark
 
 
 def _available(ctx: RequestContext, request: FetchRequest) -> int:
     """Bytes a re-read would return now (without side effects)."""
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
+    committed = _read_committed(ctx, request)
     total = 0
     for t in request.topics:
         for p in t.partitions:
             part = replicas.get_partition(TopicPartition(t.topic, p.partition))
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
-            end = _visible_end(part, is_follower)
+            end = _visible_end(part, is_follower, committed)
             if p.fetch_offset < end:
                 try:
                     total += part.log.read(p.fetch_offset, p.partition_max_bytes, max_offset=end).size
@@ -112,6 +126,7 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
     is_follower = request.replica_id >= 0
     budget = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     legacy_magic = _legacy_magic(ctx.api_version)
+    committed = _read_committed(ctx, request)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
     topics = []
@@ -133,9 +148,9 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     ):
                         replicas.delayed.notify(low_watermark_key(tp))
                     ctx.services.isr.maybe_expand(part, request.replica_id)
-                end = _visible_end(part, is_follower)
+                end = _visible_end(part, is_follower, committed)
                 out.high_watermark = part.high_watermark
-                out.last_stable_offset = part.high_watermark
+                out.last_stable_offset = part.last_stable_offset
                 out.log_start_offset = log_.log_start_offset
                 if p.fetch_offset > log_.log_end_offset or p.fetch_offset < log_.log_start_offset:
                     raise OffsetOutOfRangeError(
@@ -153,6 +168,11 @@ def _read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool =
                     min_one_batch=result.size == 0,
                 )
                 if chunk.size:
+                    if committed:
+                        out.aborted_transactions = [
+                            Resp.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                            for t in log_.collect_aborted_txns(p.fetch_offset, end)
+                        ]
                     records = FileRecords(chunk.fd, chunk.position, chunk.size)
                     if legacy_magic is None:
                         out.records = records

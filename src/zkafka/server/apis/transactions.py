@@ -1,0 +1,134 @@
+"""The transaction APIs: AddPartitionsToTxn and EndTxn (clients, to the transaction coordinator)
+and WriteTxnMarkers (the coordinator, to partition leaders).
+
+AddPartitionsToTxn checks every partition against the metadata first, as Kafka does: if one is
+unknown, it gets UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
+coordinator is not asked. Before v2 of AddPartitionsToTxn and EndTxn, PRODUCER_FENCED is
+answered as INVALID_PRODUCER_EPOCH (KIP-588).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from zkafka.protocol import ErrorCode
+from zkafka.protocol.messages import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from zkafka.server.dispatcher import RequestContext
+from zkafka.server.txn_markers import write_markers_locally
+from zkafka.storage.naming import TopicPartition
+from zkafka.transactions.coordinator import TransactionCoordinator
+from zkafka.zk.topic_names import is_internal_topic
+
+log = logging.getLogger(__name__)
+
+FIRST_VERSION_WITH_PRODUCER_FENCED = 2
+
+
+def _fenced_as_epoch(error: ErrorCode, api_version: int) -> ErrorCode:
+    if error == ErrorCode.PRODUCER_FENCED and api_version < FIRST_VERSION_WITH_PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
+    service = ctx.services.transactions
+    return service.coordinator if service is not None else None
+
+
+# -- AddPartitionsToTxn --------------------------------------------------------------------------------
+
+_AddResp = AddPartitionsToTxnResponse
+
+
+async def handle_add_partitions(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> _AddResp:
+    wanted = [TopicPartition(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+    metadata = ctx.services.metadata
+    errors = {
+        tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for tp in wanted
+        if is_internal_topic(tp.topic) or metadata.partition(tp.topic, tp.partition) is None
+    }
+    if errors:
+        outcome = {tp: errors.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
+    else:
+        coordinator = _coordinator(ctx)
+        if coordinator is None:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        else:
+            error = await coordinator.add_partitions(
+                request.v3_and_below_transactional_id,
+                request.v3_and_below_producer_id,
+                request.v3_and_below_producer_epoch,
+                wanted,
+            )
+        error = _fenced_as_epoch(error, ctx.api_version)
+        outcome = dict.fromkeys(wanted, error)
+    by_topic: dict[str, list[_AddResp.AddPartitionsToTxnPartitionResult]] = {}
+    for tp, error in outcome.items():
+        by_topic.setdefault(tp.topic, []).append(
+            _AddResp.AddPartitionsToTxnPartitionResult(
+                partition_index=tp.partition, partition_error_code=error
+            )
+        )
+    return _AddResp(
+        results_by_topic_v3_and_below=[
+            _AddResp.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
+            for t, ps in by_topic.items()
+        ]
+    )
+
+
+# -- EndTxn -------------------------------------------------------------------------------------------
+
+
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    coordinator = _coordinator(ctx)
+    if coordinator is None:
+        return EndTxnResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error = await coordinator.end_transaction(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+    )
+    return EndTxnResponse(error_code=_fenced_as_epoch(error, ctx.api_version))
+
+
+# -- WriteTxnMarkers ----------------------------------------------------------------------------------
+
+_MarkResp = WriteTxnMarkersResponse
+
+
+async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> _MarkResp:
+    results = []
+    for marker in request.markers:
+        tps = [TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        outcome = await write_markers_locally(
+            ctx.services.replicas,
+            marker.producer_id,
+            marker.producer_epoch,
+            marker.coordinator_epoch,
+            marker.transaction_result,
+            tps,
+        )
+        by_topic: dict[str, list[_MarkResp.WritableTxnMarkerPartitionResult]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(
+                _MarkResp.WritableTxnMarkerPartitionResult(
+                    partition_index=tp.partition, error_code=outcome[tp]
+                )
+            )
+        results.append(
+            _MarkResp.WritableTxnMarkerResult(
+                producer_id=marker.producer_id,
+                topics=[
+                    _MarkResp.WritableTxnMarkerTopicResult(name=t, partitions=ps)
+                    for t, ps in by_topic.items()
+                ],
+            )
+        )
+    return _MarkResp(markers=results)
