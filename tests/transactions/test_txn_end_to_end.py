@@ -100,7 +100,8 @@ def test_a_fenced_zombie_cannot_commit(cluster: LocalCluster) -> None:
     from confluent_kafka import KafkaException
 
     bootstrap = cluster.bootstrap_servers
-    topic = _topic(AdminClient({"bootstrap.servers": bootstrap}), partitions=1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = _topic(admin, partitions=1)
     txn_id = f"zombie-{uuid.uuid4().hex[:6]}"
     zombie = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
     zombie.init_transactions(60)
