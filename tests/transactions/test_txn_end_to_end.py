@@ -119,3 +119,53 @@ def test_a_fenced_zombie_cannot_commit(cluster: LocalCluster) -> None:
         fresh.produce(topic, value=f"fresh-{i}".encode())
     fresh.commit_transaction(60)
     assert sorted(_consume(bootstrap, topic, "read_committed", 5)) == [f"fresh-{i}" for i in range(5)]
+
+
+def test_send_offsets_to_transaction_commits_the_group_offsets_only_with_the_transaction(
+    cluster: LocalCluster,
+) -> None:
+    from confluent_kafka import TopicPartition as TP
+
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    source, sink = _topic(admin, partitions=1), _topic(admin, partitions=1)
+    plain = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        plain.produce(source, value=f"in-{i}".encode())
+    plain.flush(30)
+    group = f"ctp-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"ctp-{uuid.uuid4().hex[:6]}"})
+    producer.init_transactions(60)
+    try:
+        consumer.subscribe([source])
+        got: list[str] = []
+        while len(got) < 10:
+            m = consumer.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m.value().decode())
+        # first round: aborted -- neither the output nor the offsets count
+        producer.begin_transaction()
+        for v in got:
+            producer.produce(sink, value=v.replace("in", "out").encode())
+        producer.send_offsets_to_transaction([TP(source, 0, 10)], consumer.consumer_group_metadata(), 30)
+        producer.abort_transaction(60)
+        assert consumer.committed([TP(source, 0)], 30)[0].offset < 0
+        # second round: committed
+        producer.begin_transaction()
+        for v in got:
+            producer.produce(sink, value=v.replace("in", "out").encode())
+        producer.send_offsets_to_transaction([TP(source, 0, 10)], consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(60)
+        assert consumer.committed([TP(source, 0)], 30)[0].offset == 10
+    finally:
+        consumer.close()
+    assert sorted(_consume(bootstrap, sink, "read_committed", 10)) == sorted(f"out-{i}" for i in range(10))

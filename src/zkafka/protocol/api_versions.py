@@ -82,9 +82,12 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.CREATE_ACLS: (0, 1),
     ApiKey.DELETE_ACLS: (0, 1),
     # Transactions (KIP-98): non-flexible versions; v2 of AddPartitionsToTxn/EndTxn may answer
-    # PRODUCER_FENCED (KIP-588). WriteTxnMarkers is broker to broker (zkafka's coordinator sends v0).
+    # PRODUCER_FENCED (KIP-588); TxnOffsetCommit v2 carries the leader epoch (v3, KIP-447, is
+    # flexible). WriteTxnMarkers is broker to broker (zkafka's coordinator sends v0).
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
     ApiKey.END_TXN: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
     ApiKey.WRITE_TXN_MARKERS: (0, 0),
 }
 

@@ -20,7 +20,7 @@ from zkafka.server.coordinator_service import CoordinatorAddress, CoordinatorTop
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_manager import ReplicaManager
-from zkafka.server.txn_markers import TxnMarkerChannel
+from zkafka.server.txn_markers import TransactionalOffsets, TxnMarkerChannel
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
@@ -50,9 +50,12 @@ class TxnCoordinatorService:
         logs: LogManager,
         zk: ZooKeeper,
         producer_ids: ProducerIdManager,
+        groups: TransactionalOffsets | None = None,
     ) -> None:
         self._replicas = replicas
-        self.markers = TxnMarkerChannel(broker_id, replicas, metadata, config.inter_broker_listener_name)
+        self.markers = TxnMarkerChannel(
+            broker_id, replicas, metadata, config.inter_broker_listener_name, groups
+        )
         self.topic = CoordinatorTopic(
             TRANSACTION_STATE_TOPIC,
             num_partitions=config.transaction_state_log_num_partitions,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, Protocol
 
 from zkafka.client.connection import BrokerConnection, NoCommonVersionError
 from zkafka.protocol import ErrorCode, KafkaError
@@ -28,6 +28,7 @@ from zkafka.records.record import build_end_txn_marker
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.storage.naming import TopicPartition
+from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,12 @@ SETTLED: Final = frozenset({ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 FENCED: Final = frozenset({ErrorCode.TRANSACTION_COORDINATOR_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
 
 
+class TransactionalOffsets(Protocol):
+    """The group coordinator's side of a marker on `__consumer_offsets` (TxnOffsetCommit)."""
+
+    def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None: ...
+
+
 async def write_markers_locally(
     replicas: ReplicaManager,
     producer_id: int,
@@ -45,8 +52,10 @@ async def write_markers_locally(
     coordinator_epoch: int,
     commit: bool,
     partitions: Iterable[TopicPartition],
+    groups: TransactionalOffsets | None = None,
 ) -> dict[TopicPartition, ErrorCode]:
-    """Append the marker to each partition led here (acks=all) and wait for the ISR."""
+    """Append the marker to each partition led here (acks=all) and wait for the ISR; the group
+    coordinator then applies or drops the offsets a transaction committed to a group."""
     out: dict[TopicPartition, ErrorCode] = {}
     waiting: dict[TopicPartition, tuple[int, int]] = {}
     now = replicas.now_ms()
@@ -63,6 +72,10 @@ async def write_markers_locally(
         waiting[tp] = (info.last_offset + 1, epoch)
     if waiting:
         out.update(await replicas.wait_for_replication(waiting, MARKER_TIMEOUT_S))
+    if groups is not None:
+        for tp, error in out.items():
+            if tp.topic == GROUP_METADATA_TOPIC and error == ErrorCode.NONE:
+                groups.complete_transaction(producer_id, tp.partition, commit)
     return out
 
 
@@ -70,9 +83,15 @@ class TxnMarkerChannel:
     """The coordinator's way to the partition leaders (`transactions.coordinator.MarkerWriter`)."""
 
     def __init__(
-        self, broker_id: int, replicas: ReplicaManager, metadata: MetadataCache, listener: str
+        self,
+        broker_id: int,
+        replicas: ReplicaManager,
+        metadata: MetadataCache,
+        listener: str,
+        groups: TransactionalOffsets | None = None,
     ) -> None:
         self._broker_id = broker_id
+        self._groups = groups
         self._replicas = replicas
         self._metadata = metadata
         self._listener = listener
@@ -124,7 +143,13 @@ class TxnMarkerChannel:
     ) -> dict[TopicPartition, ErrorCode]:
         if leader == self._broker_id:
             return await write_markers_locally(
-                self._replicas, producer_id, producer_epoch, coordinator_epoch, commit, partitions
+                self._replicas,
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                commit,
+                partitions,
+                self._groups,
             )
         topics: dict[str, list[int]] = {}
         for tp in partitions:

@@ -71,6 +71,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets,
+    ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
     ApiKey.END_TXN: transactions.handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
 }

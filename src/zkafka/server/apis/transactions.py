@@ -1,22 +1,31 @@
-"""The transaction APIs: AddPartitionsToTxn and EndTxn (clients, to the transaction coordinator)
-and WriteTxnMarkers (the coordinator, to partition leaders).
+"""The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (clients, to the
+transaction coordinator), TxnOffsetCommit (clients, to the group coordinator) and WriteTxnMarkers
+(the transaction coordinator, to partition leaders).
+
+AddOffsetsToTxn adds the group's `__consumer_offsets` partition to the transaction, so the
+transaction's marker reaches it and TxnOffsetCommit's offsets become the group's on commit.
 
 AddPartitionsToTxn checks every partition against the metadata first, as Kafka does: if one is
 unknown, it gets UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
-coordinator is not asked. Before v2 of AddPartitionsToTxn and EndTxn, PRODUCER_FENCED is
-answered as INVALID_PRODUCER_EPOCH (KIP-588).
+coordinator is not asked. Before v2 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
+PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 """
 
 from __future__ import annotations
 
 import logging
 
+from zkafka.coordinator.group import CommitRequest
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnRequest,
     EndTxnResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
@@ -24,7 +33,7 @@ from zkafka.server.dispatcher import RequestContext
 from zkafka.server.txn_markers import write_markers_locally
 from zkafka.storage.naming import TopicPartition
 from zkafka.transactions.coordinator import TransactionCoordinator
-from zkafka.zk.topic_names import is_internal_topic
+from zkafka.zk.topic_names import GROUP_METADATA_TOPIC, is_internal_topic
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +94,59 @@ async def handle_add_partitions(ctx: RequestContext, request: AddPartitionsToTxn
     )
 
 
+# -- AddOffsetsToTxn ---------------------------------------------------------------------------------
+
+
+async def handle_add_offsets(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    coordinator = _coordinator(ctx)
+    if coordinator is None:
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not request.group_id:
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    offsets_tp = TopicPartition(
+        GROUP_METADATA_TOPIC, ctx.services.groups.coordinator.partition_for(request.group_id)
+    )
+    error = await coordinator.add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch, [offsets_tp]
+    )
+    return AddOffsetsToTxnResponse(error_code=_fenced_as_epoch(error, ctx.api_version))
+
+
+# -- TxnOffsetCommit ---------------------------------------------------------------------------------
+
+_CommitResp = TxnOffsetCommitResponse
+
+
+async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> _CommitResp:
+    offsets = {
+        TopicPartition(t.name, p.partition_index): CommitRequest(
+            p.committed_offset,
+            p.committed_leader_epoch if ctx.api_version >= 2 else -1,
+            p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    }
+    v3 = ctx.api_version >= 3
+    results = await ctx.services.groups.coordinator.commit_txn_offsets(
+        request.group_id,
+        request.producer_id,
+        request.producer_epoch,
+        request.member_id if v3 else "",
+        request.group_instance_id if v3 else None,
+        request.generation_id if v3 else -1,
+        offsets,
+    )
+    by_topic: dict[str, list[_CommitResp.TxnOffsetCommitResponsePartition]] = {}
+    for tp, error in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            _CommitResp.TxnOffsetCommitResponsePartition(partition_index=tp.partition, error_code=error)
+        )
+    return _CommitResp(
+        topics=[_CommitResp.TxnOffsetCommitResponseTopic(name=t, partitions=ps) for t, ps in by_topic.items()]
+    )
+
+
 # -- EndTxn -------------------------------------------------------------------------------------------
 
 
@@ -114,6 +176,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
             marker.coordinator_epoch,
             marker.transaction_result,
             tps,
+            ctx.services.groups.coordinator,
         )
         by_topic: dict[str, list[_MarkResp.WritableTxnMarkerPartitionResult]] = {}
         for tp in tps:
