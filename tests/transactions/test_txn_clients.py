@@ -88,3 +88,66 @@ def test_init_producer_id_bumps_the_epoch_and_writes_the_log(cluster: LocalClust
         / f"__transaction_state-{transaction_partition_for(txn_id, 50)}"
     )
     assert any(p.stat().st_size > 0 for p in log_dir.glob("*.log"))
+
+
+async def _ask(cluster: LocalCluster, request: object, version: int) -> object:
+    conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+    try:
+        return await conn.send(request, version=version)  # type: ignore[arg-type]
+    finally:
+        conn.close()
+
+
+def test_describe_and_list_transactions_and_producers(cluster: LocalCluster) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from zkafka.protocol.messages import (
+        DescribeProducersRequest,
+        DescribeTransactionsRequest,
+        ListTransactionsRequest,
+    )
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    topic = f"described-{uuid.uuid4().hex[:6]}"
+    for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        f.result(30)
+    txn_id = _txn_id()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open")
+    producer.flush(30)
+
+    described = asyncio.run(
+        _ask(cluster, DescribeTransactionsRequest(transactional_ids=[txn_id, "nobody"]), 0)
+    )
+    mine, nobody = described.transaction_states  # type: ignore[attr-defined]
+    assert (mine.error_code, mine.transaction_state, mine.producer_epoch) == (0, "Ongoing", 0)
+    assert [(t.topic, list(t.partitions)) for t in mine.topics] == [(topic, [0])]
+    assert mine.transaction_start_time_ms > 0
+    assert nobody.error_code in (105, 16)  # TRANSACTIONAL_ID_NOT_FOUND, or NOT_COORDINATOR elsewhere
+
+    listed = asyncio.run(_ask(cluster, ListTransactionsRequest(state_filters=["Ongoing", "Bogus"]), 1))
+    assert listed.error_code == 0 and listed.unknown_state_filters == ["Bogus"]  # type: ignore[attr-defined]
+    assert txn_id in {s.transactional_id for s in listed.transaction_states}  # type: ignore[attr-defined]
+
+    producers = asyncio.run(
+        _ask(
+            cluster,
+            DescribeProducersRequest(
+                topics=[DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[0, 9])]
+            ),
+            0,
+        )
+    )
+    part, missing = producers.topics[0].partitions  # type: ignore[attr-defined]
+    assert missing.error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    [state] = part.active_producers
+    assert (state.producer_id, state.current_txn_start_offset) == (mine.producer_id, 0)
+
+    producer.abort_transaction(60)
+    for _ in range(100):
+        described = asyncio.run(_ask(cluster, DescribeTransactionsRequest(transactional_ids=[txn_id]), 0))
+        if described.transaction_states[0].transaction_state == "CompleteAbort":  # type: ignore[attr-defined]
+            break
+    assert described.transaction_states[0].transaction_state == "CompleteAbort"  # type: ignore[attr-defined]

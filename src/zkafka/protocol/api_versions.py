@@ -89,6 +89,10 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.END_TXN: (0, 2),
     ApiKey.TXN_OFFSET_COMMIT: (0, 2),
     ApiKey.WRITE_TXN_MARKERS: (0, 0),
+    # KIP-664, flexible from v0 (kafka-transactions and Kafka's admin client use them when offered).
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
 }
 
 

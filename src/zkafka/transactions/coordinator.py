@@ -329,6 +329,31 @@ class TransactionCoordinator:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_MARKER_BACKOFF_S)
 
+    # -- DescribeTransactions / ListTransactions (KIP-664) ------------------------------------------------
+    def describe(self, transactional_id: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        error, partition = self._owned(transactional_id)
+        if error != ErrorCode.NONE:
+            return error, None
+        md = self.transactions[partition].get(transactional_id)
+        return (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None) if md is None else (ErrorCode.NONE, md)
+
+    def list_transactions(
+        self, states: Iterable[TxnState] = (), producer_ids: Iterable[int] = (), min_duration_ms: int = -1
+    ) -> tuple[ErrorCode, list[TransactionMetadata]]:
+        """The ids of the partitions owned here, filtered as ListTransactions asks (an empty filter
+        passes everything; the duration counts from the transaction's start)."""
+        wanted_states, wanted_pids = set(states), set(producer_ids)
+        now = self._now_ms()
+        found = [
+            md
+            for txns in self.transactions.values()
+            for md in txns.values()
+            if (not wanted_states or md.state in wanted_states)
+            and (not wanted_pids or md.producer_id in wanted_pids)
+            and (min_duration_ms < 0 or now - md.start_ms >= min_duration_ms)
+        ]
+        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else ErrorCode.NONE), found
+
     # -- timeouts -----------------------------------------------------------------------------------
     def abort_timed_out(self) -> int:
         """Fence and abort every ongoing transaction older than its timeout; returns how many."""

@@ -79,6 +79,14 @@ from zkafka.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
+from zkafka.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+from zkafka.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -130,6 +138,10 @@ from zkafka.protocol.messages.list_offsets import (
 from zkafka.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
+)
+from zkafka.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
 )
 from zkafka.protocol.messages.metadata import (
     MetadataRequest,
@@ -229,6 +241,9 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     46: ListPartitionReassignmentsRequest,
     47: OffsetDeleteRequest,
     60: DescribeClusterRequest,
+    61: DescribeProducersRequest,
+    65: DescribeTransactionsRequest,
+    66: ListTransactionsRequest,
 }
 
 RESPONSE_CLASSES: dict[int, type[Message]] = {
@@ -276,6 +291,9 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     46: ListPartitionReassignmentsResponse,
     47: OffsetDeleteResponse,
     60: DescribeClusterResponse,
+    61: DescribeProducersResponse,
+    65: DescribeTransactionsResponse,
+    66: ListTransactionsResponse,
 }
 
 __all__ = [
@@ -317,6 +335,10 @@ __all__ = [
     "DescribeGroupsResponse",
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
+    "DescribeProducersRequest",
+    "DescribeProducersResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "EndTxnRequest",
@@ -343,6 +365,8 @@ __all__ = [
     "ListOffsetsResponse",
     "ListPartitionReassignmentsRequest",
     "ListPartitionReassignmentsResponse",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
     "MetadataRequest",
     "MetadataResponse",
     "OffsetCommitRequest",

@@ -26,6 +26,8 @@ from zkafka.protocol.schemas import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -39,6 +41,7 @@ from zkafka.protocol.schemas import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -99,6 +102,9 @@ _MODULES = (
     delete_acls,
     describe_log_dirs,
     describe_cluster,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

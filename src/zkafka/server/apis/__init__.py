@@ -75,4 +75,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
     ApiKey.END_TXN: transactions.handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
 }

@@ -1,6 +1,7 @@
 """The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (clients, to the
 transaction coordinator), TxnOffsetCommit (clients, to the group coordinator) and WriteTxnMarkers
-(the transaction coordinator, to partition leaders).
+(the transaction coordinator, to partition leaders); the KIP-664 views DescribeTransactions,
+ListTransactions (the coordinator's state) and DescribeProducers (a partition leader's).
 
 AddOffsetsToTxn adds the group's `__consumer_offsets` partition to the transaction, so the
 transaction's marker reaches it and TxnOffsetCommit's offsets become the group's on commit.
@@ -22,8 +23,14 @@ from zkafka.protocol.messages import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
     EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
     WriteTxnMarkersRequest,
@@ -33,6 +40,7 @@ from zkafka.server.dispatcher import RequestContext
 from zkafka.server.txn_markers import write_markers_locally
 from zkafka.storage.naming import TopicPartition
 from zkafka.transactions.coordinator import TransactionCoordinator
+from zkafka.transactions.state import TxnState
 from zkafka.zk.topic_names import GROUP_METADATA_TOPIC, is_internal_topic
 
 log = logging.getLogger(__name__)
@@ -195,3 +203,93 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
             )
         )
     return _MarkResp(markers=results)
+
+
+# -- DescribeTransactions / ListTransactions / DescribeProducers (KIP-664) ----------------------------
+
+_DescResp = DescribeTransactionsResponse
+_STATES_BY_NAME = {s.kafka_name: s for s in TxnState}
+
+
+def handle_describe_transactions(ctx: RequestContext, request: DescribeTransactionsRequest) -> _DescResp:
+    coordinator = _coordinator(ctx)
+    out = []
+    for txn_id in request.transactional_ids:
+        entry = _DescResp.TransactionState(transactional_id=txn_id, transaction_state="", producer_id=-1)
+        out.append(entry)
+        if coordinator is None:
+            entry.error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            continue
+        error, md = coordinator.describe(txn_id)
+        entry.error_code = error
+        if md is None:
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(md.partitions, key=lambda tp: (tp.topic, tp.partition)):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        entry.transaction_state = md.state.kafka_name
+        entry.transaction_timeout_ms = md.timeout_ms
+        entry.transaction_start_time_ms = md.start_ms
+        entry.producer_id = md.producer_id
+        entry.producer_epoch = md.producer_epoch
+        entry.topics = [_DescResp.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]
+    return _DescResp(transaction_states=out)
+
+
+def handle_list_transactions(
+    ctx: RequestContext, request: ListTransactionsRequest
+) -> ListTransactionsResponse:
+    coordinator = _coordinator(ctx)
+    if coordinator is None:
+        return ListTransactionsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    unknown = [name for name in request.state_filters if name not in _STATES_BY_NAME]
+    states = [_STATES_BY_NAME[name] for name in request.state_filters if name in _STATES_BY_NAME]
+    if unknown and not states:  # only unknown states asked for: nothing can match
+        return ListTransactionsResponse(unknown_state_filters=unknown)
+    error, found = coordinator.list_transactions(
+        states, request.producer_id_filters, request.duration_filter if ctx.api_version >= 1 else -1
+    )
+    return ListTransactionsResponse(
+        error_code=error,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            ListTransactionsResponse.TransactionState(
+                transactional_id=md.transactional_id,
+                producer_id=md.producer_id,
+                transaction_state=md.state.kafka_name,
+            )
+            for md in found
+        ],
+    )
+
+
+_ProdResp = DescribeProducersResponse
+
+
+def handle_describe_producers(ctx: RequestContext, request: DescribeProducersRequest) -> _ProdResp:
+    replicas = ctx.services.replicas
+    topics = []
+    for t in request.topics:
+        parts = []
+        for index in t.partition_indexes:
+            out = _ProdResp.PartitionResponse(partition_index=index)
+            parts.append(out)
+            p = replicas.get_partition(TopicPartition(t.name, index))
+            if p is None:
+                out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not p.is_leader:
+                out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                out.active_producers = [
+                    _ProdResp.ProducerState(
+                        producer_id=e.producer_id,
+                        producer_epoch=e.epoch,
+                        last_sequence=e.last_seq,
+                        last_timestamp=e.last_timestamp,
+                        coordinator_epoch=e.coordinator_epoch,
+                        current_txn_start_offset=e.current_txn_first_offset,
+                    )
+                    for e in p.producer_state.producers.values()
+                ]
+        topics.append(_ProdResp.TopicResponse(name=t.name, partitions=parts))
+    return _ProdResp(topics=topics)
