@@ -143,3 +143,44 @@ def test_the_log_keeps_aborted_transactions_per_segment(tmp_path: Path) -> None:
     assert [t.producer_id for t in reopened.collect_aborted_txns(0, reopened.log_end_offset)] == [7]
     assert not last_index.exists()
     reopened.close()
+
+
+def _txn_records(pairs: list[tuple[bytes, bytes]], pid: int) -> bytes:
+    from zkafka.records.record import Record, build_batch
+
+    return build_batch(
+        [Record(i, 1000, k, v) for i, (k, v) in enumerate(pairs)],
+        base_offset=0,
+        producer_id=pid,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+
+
+def test_compaction_drops_aborted_records_and_stops_at_the_first_unstable_offset(tmp_path: Path) -> None:
+    from storage_helpers import all_records, keyed_batch
+
+    from zkafka.records.record import build_end_txn_marker
+    from zkafka.storage.cleaner import clean_log
+
+    log = Log(tmp_path / "c-0", LogConfig(cleanup_policy="compact", segment_bytes=100_000))
+    append(log, keyed_batch([(b"k", b"committed")]))  # 0
+    append(log, _txn_records([(b"k", b"aborted")], pid=7))  # 1
+    append(log, build_end_txn_marker(7, 0, False, 0, 2000))  # 2: ABORT
+    log.append_aborted_txn(AbortedTxn(7, 1, 2, 3))
+    append(log, _txn_records([(b"j", b"open-1")], pid=8))  # 3: a transaction still open
+    append(log, _txn_records([(b"j", b"open-2")], pid=8))  # 4
+    log.roll()
+    log.first_unstable_offset = lambda: 3
+    result = clean_log(log, None, 10_000, force=True)
+    assert result is not None and result.end_offset == 3
+    survivors = {(r.offset, r.key, r.value) for r in all_records(log)}
+    # the aborted record neither hid the committed one nor survived; the open transaction was not
+    # touched (both its records stay, as it may still abort); the marker stays
+    assert (0, b"k", b"committed") in survivors
+    assert not any(v == b"aborted" for _, _, v in survivors)
+    assert {(3, b"j", b"open-1"), (4, b"j", b"open-2")} <= survivors
+    # the cleaned segment kept the .txnindex entry
+    assert log.collect_aborted_txns(0, 5) == [AbortedTxn(7, 1, 2, 3)]
+    log.close()

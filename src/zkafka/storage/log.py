@@ -180,6 +180,9 @@ class Log:
         self._leo = 0
         # earliest expiry of tombstones kept by the last compaction (-1: none known)
         self.latest_delete_horizon = -1
+        # the first offset of a transaction not yet settled (the partition's producer state knows
+        # it; set by its owner): compaction stops there, since such records may still be aborted
+        self.first_unstable_offset: Callable[[], int | None] = lambda: None
         self.dir_path.mkdir(exist_ok=True)
         self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
         loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
