@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 from zkafka.coordinator.store import CoordinatorLogStore
@@ -34,7 +35,7 @@ class LocalMarkers:
 
 
 class Broker:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, config: TxnConfig = CONFIG) -> None:
         self.logs = LogManager([directory], LogConfig(), broker_id=1)
         self.replicas = ReplicaManager(1, self.logs)
         state = LeaderState(
@@ -49,7 +50,7 @@ class Broker:
 
         self.coordinator = TransactionCoordinator(
             1,
-            CONFIG,
+            config,
             CoordinatorLogStore(self.replicas, TRANSACTION_STATE_TOPIC),
             next_id,
             LocalMarkers(self.replicas),
@@ -138,6 +139,29 @@ def test_partition_loss_fences_the_coordinator(tmp_path: Path) -> None:
         assert await c.end_transaction("gone", 1, 0, True) == ErrorCode.NOT_COORDINATOR
         assert (await c.init_producer_id("", 1000)).error == ErrorCode.INVALID_REQUEST
         assert (await c.init_producer_id("x", 60_001)).error == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+        await broker.close()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_expired_ids_are_removed_with_a_tombstone(tmp_path: Path) -> None:
+    async def main() -> None:
+        config = replace(CONFIG, id_expiration_ms=0)
+        broker = Broker(tmp_path, config)
+        c = await broker.start()
+        first = await c.init_producer_id("idle", 10_000)
+        busy = await c.init_producer_id("busy", 10_000)
+        assert await c.add_partitions("busy", busy.producer_id, 0, DATA[:1]) == ErrorCode.NONE
+        assert await c.remove_expired() == 1  # "busy" has a transaction open
+        assert c.describe("idle")[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        await c.stop()
+        again = TransactionCoordinator(1, config, c.store, c._new_producer_id, c.markers)
+        broker.coordinator = again
+        await broker.start()
+        assert again.describe("idle")[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        assert again.describe("busy")[0] == ErrorCode.NONE
+        fresh = await again.init_producer_id("idle", 10_000)
+        assert fresh.producer_id != first.producer_id and fresh.producer_epoch == 0
         await broker.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))

@@ -14,6 +14,8 @@ WriteTxnMarkers path) and, once all are written, CompleteCommit/CompleteAbort is
 coordinator that takes over a partition with a transaction in a Prepare state finishes it the
 same way. An InitProducerId that meets an ongoing transaction, and the periodic timeout check
 (`transaction.abort.timed.out.transaction.cleanup.interval.ms`), bump the epoch and abort it.
+Ids idle longer than `transactional.id.expiration.ms` with no transaction open are removed
+(a tombstone) every `transaction.remove.expired.transaction.cleanup.interval.ms`.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class TxnConfig:
     num_partitions: int = 50
     max_timeout_ms: int = 900_000
     abort_timed_out_interval_ms: int = 10_000
+    id_expiration_ms: int = 604_800_000
+    remove_expired_interval_ms: int = 3_600_000
 
     @classmethod
     def from_broker(cls, cfg: Any) -> TxnConfig:
@@ -60,6 +64,8 @@ class TxnConfig:
             num_partitions=cfg.transaction_state_log_num_partitions,
             max_timeout_ms=cfg.transaction_max_timeout_ms,
             abort_timed_out_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            id_expiration_ms=cfg.transactional_id_expiration_ms,
+            remove_expired_interval_ms=cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
         )
 
 
@@ -110,16 +116,20 @@ class TransactionCoordinator:
         self._generation: dict[int, int] = {}
         self._coordinator_epoch: dict[int, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._timeout_task: asyncio.Task[None] | None = None
+        self._periodic: list[asyncio.Task[None]] = []
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> None:
-        self._timeout_task = asyncio.ensure_future(self._abort_timed_out_loop())
+        cfg = self.config
+        self._periodic = [
+            asyncio.ensure_future(self._every(cfg.abort_timed_out_interval_ms, self._abort_timed_out_once)),
+            asyncio.ensure_future(self._every(cfg.remove_expired_interval_ms, self.remove_expired)),
+        ]
 
     async def stop(self) -> None:
         for p in list(self.transactions) + list(self.loading):
             self.partition_lost(p)
-        tasks = [*self._tasks, *([self._timeout_task] if self._timeout_task else [])]
+        tasks = [*self._tasks, *self._periodic]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -367,10 +377,34 @@ class TransactionCoordinator:
                     n += 1
         return n
 
-    async def _abort_timed_out_loop(self) -> None:
+    async def _abort_timed_out_once(self) -> None:
+        self.abort_timed_out()
+
+    async def _every(self, interval_ms: int, job: Callable[[], Awaitable[Any]]) -> None:
         while True:
-            await asyncio.sleep(self.config.abort_timed_out_interval_ms / 1000)
+            await asyncio.sleep(interval_ms / 1000)
             try:
-                self.abort_timed_out()
+                await job()
             except Exception:
-                log.exception("the transaction timeout check failed")
+                log.exception("periodic transaction coordinator task failed")
+
+    # -- transactional-id expiry ------------------------------------------------------------------------
+    async def remove_expired(self) -> int:
+        """Remove the ids idle past `transactional.id.expiration.ms` (Dead, then a tombstone in
+        `__transaction_state`); returns how many went."""
+        now = self._now_ms()
+        removed = 0
+        for partition, txns in list(self.transactions.items()):
+            generation = self._generation.get(partition)
+            for md in [m for m in txns.values() if m.is_expired(now, self.config.id_expiration_ms)]:
+                md.prepare_dead(now)
+                result = await self.store.append(partition, [(encode_key(md.transactional_id), None)])
+                owned = self._generation.get(partition) == generation and partition in self.transactions
+                if result.error == ErrorCode.NONE and owned:
+                    txns.pop(md.transactional_id, None)
+                    removed += 1
+                else:
+                    md.abort_pending()
+        if removed:
+            log.info("removed %d expired transactional ids", removed)
+        return removed

@@ -269,6 +269,15 @@ class TransactionMetadata:
             )
         return self._prepare(target, partitions=(), now_ms=now_ms)
 
+    # -- expiry -----------------------------------------------------------------------------------
+    def is_expired(self, now_ms: int, expiration_ms: int) -> bool:
+        """Idle past `transactional.id.expiration.ms` with no transaction open: may be removed."""
+        return self.pending is None and self.state.is_complete and now_ms - self.update_ms >= expiration_ms
+
+    def prepare_dead(self, now_ms: int) -> TxnTransit:
+        """The id is removed: its record becomes a tombstone."""
+        return self._prepare(TxnState.DEAD, partitions=(), now_ms=now_ms)
+
     # -- timeouts ---------------------------------------------------------------------------------
     def has_timed_out(self, now_ms: int) -> bool:
         return (
