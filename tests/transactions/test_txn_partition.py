@@ -89,3 +89,17 @@ def test_markers_are_fenced_by_epochs(tmp_path: Path) -> None:
         _append(p, _txn_batch(7, 0, epoch=2))
     assert zombie.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
     p.log.close()
+
+
+def test_a_coordinator_write_from_an_old_epoch_is_refused(tmp_path: Path) -> None:
+    """TxnOffsetCommit's batches skip the sequence checks (their sequences are not the producer's)
+    but not the epoch: a zombie cannot commit offsets after its successor started."""
+    p = _leader(tmp_path / "out-0")
+    _append(p, _txn_batch(7, 0, epoch=4))
+    buf = bytearray(_txn_batch(7, 0, epoch=3))
+    with pytest.raises(KafkaError) as zombie:
+        p.append_as_leader(buf, validate_batches(buf))
+    assert zombie.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    again = bytearray(_txn_batch(7, 0, epoch=4))  # same epoch, sequence 0 again: accepted here
+    p.append_as_leader(again, validate_batches(again))
+    p.log.close()

@@ -150,15 +150,21 @@ class Partition:
 
     def append_as_leader(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
         """Append as leader. Control batches (transaction markers: only the WriteTxnMarkers path
-        builds them) are checked against the producer's and coordinator's epochs first."""
+        builds them) are checked against the producer's and coordinator's epochs first, and
+        transactional batches against the producer's epoch (Produce checked them already; the
+        group coordinator's TxnOffsetCommit batches are checked here)."""
         markers = {h.position: _marker(batches, h) for h in headers if h.is_control}
         for h in headers:
+            if not h.is_transactional:
+                continue
             m = markers.get(h.position)
-            if m is not None:
-                try:
+            try:
+                if m is not None:
                     self.producer_state.check_marker(h.producer_id, h.producer_epoch, m[1])
-                except ProducerStateError as e:
-                    raise KafkaError(getattr(ErrorCode, e.error), str(e)) from e
+                elif not h.is_control:  # no zombie writes, also through a coordinator (TxnOffsetCommit)
+                    self.producer_state.check_epoch(h)
+            except ProducerStateError as e:
+                raise KafkaError(getattr(ErrorCode, e.error), str(e)) from e
         info = self.log.append(batches, headers, leader_epoch=self.leader_epoch, assign_offsets=True)
         if headers[0].producer_id >= 0:
             # `headers` still hold the producer's base offsets; re-read the patched ones

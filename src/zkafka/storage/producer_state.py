@@ -174,6 +174,15 @@ class ProducerStateManager:
             raise InvalidTxnStateError(f"producer {pid} wrote a non-transactional batch inside a transaction")
         return None
 
+    def check_epoch(self, header: BatchHeader) -> None:
+        """Only the epoch rule: for transactional batches the coordinators write (TxnOffsetCommit),
+        whose sequences are not the producer's."""
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}"
+            )
+
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
         """A marker from the transaction coordinator, before it is appended."""
         entry = self.producers.get(producer_id)
