@@ -169,3 +169,82 @@ def test_send_offsets_to_transaction_commits_the_group_offsets_only_with_the_tra
     finally:
         consumer.close()
     assert sorted(_consume(bootstrap, sink, "read_committed", 10)) == sorted(f"out-{i}" for i in range(10))
+
+
+def test_aiokafka_transactions_and_read_committed(cluster: LocalCluster) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = _topic(admin, partitions=2)
+
+    async def main() -> list[str]:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, transactional_id=f"aio-{uuid.uuid4().hex[:6]}"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(30):
+                    await producer.send(topic, f"committed-{i}".encode())
+            await producer.begin_transaction()
+            for i in range(30):
+                await producer.send(topic, f"aborted-{i}".encode())
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=f"aio-{uuid.uuid4().hex[:6]}",
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+        )
+        await consumer.start()
+        seen: list[str] = []
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while len(seen) < 30 and loop.time() < deadline:
+                batches = await consumer.getmany(timeout_ms=500)
+                seen += [m.value.decode() for ms in batches.values() for m in ms]
+            batches = await consumer.getmany(timeout_ms=1000)  # nothing aborted may follow
+            seen += [m.value.decode() for ms in batches.values() for m in ms]
+        finally:
+            await consumer.stop()
+        return seen
+
+    seen = asyncio.run(main())
+    assert sorted(seen) == sorted(f"committed-{i}" for i in range(30))
+
+
+def test_kafka_python_transactions_and_read_committed(cluster: LocalCluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = _topic(admin, partitions=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"kp-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(10):
+        producer.send(topic, f"aborted-{i}".encode())
+    producer.flush()
+    producer.abort_transaction()
+    producer.begin_transaction()
+    for i in range(10):
+        producer.send(topic, f"committed-{i}".encode())
+    producer.commit_transaction()
+    producer.close()
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        consumer_timeout_ms=5000,
+    )
+    seen = [m.value.decode() for m in consumer]
+    consumer.close()
+    assert seen == [f"committed-{i}" for i in range(10)]
