@@ -59,6 +59,7 @@ from zkafka.server.scheduler import Scheduler
 from zkafka.server.security import build_listener_security, inter_broker_client_security, needs_scram
 from zkafka.server.services import BrokerServices
 from zkafka.server.topic_configs import TopicConfigChanges
+from zkafka.server.txn_coordinator_service import TxnCoordinatorService
 from zkafka.server.zookeeper import BrokerZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.zk.client import KafkaZkClient
@@ -80,6 +81,7 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.group_coordinator: CoordinatorService | None = None
+        self.txn_coordinator: TxnCoordinatorService | None = None
         self.controller: Controller | None = None
         self.services: BrokerServices | None = None
         self.inter_broker_security: ClientSecurity | None = None
@@ -131,6 +133,11 @@ class Broker:
         )
         self.group_coordinator = groups = CoordinatorService(broker_id, cfg, replicas, metadata, logs, zk)
         groups.start()
+        producer_ids = ProducerIdManager(lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id))
+        self.txn_coordinator = transactions = TxnCoordinatorService(
+            broker_id, cfg, replicas, metadata, logs, zk, producer_ids, groups.coordinator
+        )
+        transactions.start()
         # Built now, started after registration: until then it is not active, and the
         # controller-only APIs answer NOT_CONTROLLER. On a new ZooKeeper session it re-registers
         # this broker before campaigning (Kafka's order), so a controller never runs without its
@@ -181,9 +188,8 @@ class Broker:
             zk=zk,
             controller=controller,
             groups=groups,
-            producer_ids=ProducerIdManager(
-                lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
-            ),
+            producer_ids=producer_ids,
+            transactions=transactions,
             authorizer=authorizer,
             dynamic=dynamic,
             quotas=quotas,
@@ -264,6 +270,8 @@ class Broker:
                 await self.controller.stop()
             except Exception:
                 log.exception("controller stop failed")
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         if self.fetchers is not None:

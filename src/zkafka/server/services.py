@@ -4,7 +4,7 @@
 Each field is the narrowest thing its handlers need: a `Protocol` where the object behind it can
 do more than handlers should (the registration, the controller module, the log manager, and the
 ZooKeeper session, whose protocol lives with it in `zookeeper.py`), the service itself where it is
-already one job (metadata cache, replica manager, group coordinator, producer ids, ISR
+already one job (metadata cache, replica manager, group and transaction coordinators, producer ids, ISR
 maintenance). Nothing here knows the `Broker` class, so the handlers cannot reach back into
 start-up, shutdown or the listeners.
 """
@@ -28,6 +28,7 @@ from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.txn_coordinator_service import TxnCoordinatorService
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.config import LogConfig
 from zkafka.storage.log import Log
@@ -128,6 +129,8 @@ class BrokerServices:
     controller: ControllerAccess
     groups: CoordinatorService
     producer_ids: ProducerIdManager
+    transactions: TxnCoordinatorService | None = None
+    """The transaction coordinator; None where a test builds services without it."""
     authorizer: AclAuthorizer | None = None
     """Kafka's ACL authorizer when `authorizer.class.name` asks for it, else None: no checks at all
     (`zkafka.server.authorization` is where requests are checked)."""

@@ -10,6 +10,10 @@ always makes progress. When less than `min_bytes` is available the request is pa
 allows per measurement, and the KIP-219 throttle time (`zkafka.server.client_quotas`). Fetch
 sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
+read_committed consumers (v4+, isolation_level 1) read below the last stable offset (LSO) only,
+and each answer lists the aborted transactions (from the `.txnindex`es) that may have records in
+what it returns, so the client drops them; the LSO is in every v4+ answer.
+
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
 or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), unless the topic's
 `message.downconversion.enable` is false (UNSUPPORTED_VERSION). As KIP-283 has it, the stored
@@ -156,14 +160,24 @@ def _topic_name(ctx: RequestContext, topic: FetchRequest.FetchTopic) -> str | No
     return ctx.services.metadata.topic_name(topic.topic_id)
 
 
-def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
-    return partition.log.log_end_offset if is_follower else partition.high_watermark
+READ_COMMITTED = 1
+
+
+def _read_committed(ctx: RequestContext, request: FetchRequest) -> bool:
+    return ctx.api_version >= FIRST_V2_FETCH_VERSION and request.isolation_level == READ_COMMITTED
+
+
+def _visible_end(partition, is_follower: bool, read_committed: bool = False) -> int:  # type: ignore[no-untyped-def]
+    if is_follower:
+        return partition.log.log_end_offset
+    return partition.last_stable_offset if read_committed else partition.high_watermark
 
 
 def _available(ctx: RequestContext, request: FetchRequest) -> int:
     """Bytes a re-read would return now (without side effects)."""
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
+    committed = _read_committed(ctx, request)
     total = 0
     for t in request.topics:
         name = _topic_name(ctx, t)
@@ -173,7 +187,7 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
             part = replicas.get_partition(TopicPartition(name, p.partition))
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
-            end = _visible_end(part, is_follower)
+            end = _visible_end(part, is_follower, committed)
             if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
                 continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
             if p.fetch_offset < end:
@@ -210,6 +224,7 @@ def _read(
     if quota_max is not None:
         budget = min(budget, quota_max)
     legacy_magic = _legacy_magic(ctx.api_version)
+    committed = _read_committed(ctx, request)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
     topics = []
@@ -236,9 +251,9 @@ def _read(
                     ):
                         replicas.delayed.notify(low_watermark_key(tp))
                     ctx.services.isr.maybe_expand(part, request.replica_id)
-                end = _visible_end(part, is_follower)
+                end = _visible_end(part, is_follower, committed)
                 out.high_watermark = part.high_watermark
-                out.last_stable_offset = part.high_watermark
+                out.last_stable_offset = part.last_stable_offset
                 out.log_start_offset = log_.log_start_offset
                 if p.fetch_offset > log_.log_end_offset or p.fetch_offset < log_.log_start_offset:
                     raise OffsetOutOfRangeError(
@@ -255,6 +270,11 @@ def _read(
                 limit = min(p.partition_max_bytes, budget)
                 chunk = log_.read(p.fetch_offset, limit, max_offset=end, min_one_batch=result.size == 0)
                 if chunk.size:
+                    if committed:
+                        out.aborted_transactions = [
+                            Resp.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                            for t in log_.collect_aborted_txns(p.fetch_offset, end)
+                        ]
                     records = FileRecords(chunk.fd, chunk.position, chunk.size)
                     size = chunk.size
                     if legacy_magic is None:

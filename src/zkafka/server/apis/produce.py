@@ -9,6 +9,10 @@ be dropped by the cleaner later, a silent loss) with INVALID_RECORD and per-reco
 acks=1 is answered at once, acks=all (-1) waits (no polling) until the high watermark covers
 the appended offsets or `timeout_ms` passes. With a `producer_byte_rate` quota the request's bytes
 are recorded and the response carries the KIP-219 throttle time (`zkafka.server.client_quotas`).
+
+Transactional batches (KIP-98) go through the same producer-state checks; their producer's
+transaction stays open in the partition's state until the coordinator's marker closes it.
+Control batches from clients are refused: only WriteTxnMarkers writes markers.
 """
 
 from __future__ import annotations
@@ -120,8 +124,13 @@ def _append(
     except InvalidRecordError as e:
         raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(e)) from None
     for h in headers:
-        if h.is_transactional or h.is_control:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "transactional produce is not supported by zkafka")
+        if h.is_control:
+            # markers come from the transaction coordinator (WriteTxnMarkers), never from clients
+            raise KafkaError(ErrorCode.INVALID_RECORD, "a producer cannot write control batches")
+        if h.is_transactional and (h.producer_id < 0 or h.base_sequence < 0):
+            raise KafkaError(
+                ErrorCode.INVALID_RECORD, "a transactional batch needs a producer id and sequence"
+            )
         if h.compression == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     config = partition.log.config
