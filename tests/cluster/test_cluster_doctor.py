@@ -31,8 +31,21 @@ def test_doctor_on_a_live_cluster(cluster: Cluster) -> None:
     create_topic(cluster, single, {0: [3]})
     create_topic(cluster, triple, {0: [1, 2, 3], 1: [2, 3, 1]})
 
-    status, report = _doctor(cluster)
+    status, report = _doctor(cluster, "--bootstrap-server", cluster.bootstrap)
     assert (status, report["findings"]) == (0, []), report
+    # what only the brokers know: every log dir's disk (any use is "full" at 0 %) and a seeds-style
+    # consumer group's offset past the log end
+    cluster.zk.create(f"/consumers/g/offsets/{triple}/0", b"999999", makepath=True)
+    status, report = _doctor(
+        cluster, "--bootstrap-server", cluster.bootstrap, "--disk-warning-percent", "0"
+    )
+    found = {(f["check"], f["subject"]) for f in report["findings"]}
+    assert status == 2 or status == 1
+    assert {s for c, s in found if c == "log-dir-nearly-full"} and all(
+        s.startswith("broker ") for c, s in found if c == "log-dir-nearly-full"
+    )
+    assert ("offset-beyond-log-end", f"/consumers/g/offsets/{triple}/0") in found
+    cluster.zk.delete("/consumers/g", recursive=True)
     table = zkafka_cli("doctor", "--zookeeper", cluster.local.zookeeper_connect)
     assert table.returncode == 0 and "healthy" in table.stdout
 

@@ -3,6 +3,11 @@
     zkafka doctor --zookeeper 127.0.0.1:2181            # a table of findings, worst first
     zkafka doctor --zookeeper 127.0.0.1:2181 --json     # the same as one JSON document
     zkafka doctor --zookeeper 127.0.0.1:2181 --fix      # then apply the safe fixes, after asking
+    zkafka doctor --zookeeper Z --bootstrap-server B    # also what only the brokers know
+
+With `--bootstrap-server` (given, or the local `cluster up` cluster's when its ZooKeeper is the one
+checked) every live broker is also asked for its log dirs (offline, nearly full) and the seeds'
+ZooKeeper consumers' offsets are held against their partitions' log start and end.
 
 Exit status as monitoring plugins use it: 0 healthy, 1 warnings only, 2 anything critical (after
 `--fix`: of what is left), 3 when the cluster could not be checked at all.
@@ -13,12 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
 from zkafka.cli.errors import CliError
 from zkafka.cli.output import console, print_table
-from zkafka.cli.target import add_target_args, open_zookeeper
+from zkafka.cli.target import (
+    add_command_config_arg,
+    add_target_args,
+    client_security,
+    local_cluster,
+    open_zookeeper,
+)
 from zkafka.doctor import DoctorSettings, Finding, diagnose, exit_status
+from zkafka.doctor.checks_brokers import BrokerFacts, LogDirFacts
 from zkafka.doctor.repair import apply_repairs
+from zkafka.doctor.view import ClusterView
 
 UNKNOWN = 3
 """Monitoring plugins' "could not check" status."""
@@ -30,6 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="check the cluster's ZooKeeper metadata and partitions; exit 0 healthy, 1 warnings, 2 critical",
     )
     add_target_args(p, bootstrap=None, zookeeper="ZooKeeper connect string, with the cluster's chroot")
+    p.add_argument(
+        "--bootstrap-server",
+        metavar="HOST:PORT[,...]",
+        help="also ask the brokers: log dirs offline or nearly full, ZooKeeper consumers' offsets "
+        "outside the log (default: the local cluster's brokers when checking its ZooKeeper)",
+    )
+    add_command_config_arg(p)
     p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
     p.add_argument("--fix", action="store_true", help="apply the safe fixes after confirmation")
     p.add_argument("--yes", action="store_true", help="with --fix: do not ask")
@@ -52,6 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DoctorSettings.leader_imbalance_per_broker_percentage,
         help="the brokers' leader.imbalance.per.broker.percentage (default %(default)s)",
     )
+    p.add_argument(
+        "--disk-warning-percent",
+        type=float,
+        default=DoctorSettings.disk_warning_percent,
+        help="a log dir's disk used at or above this is a warning (default %(default)s; 95 is critical)",
+    )
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper (default 10)")
     p.set_defaults(func=run)
 
@@ -61,14 +88,16 @@ def run(args: argparse.Namespace) -> int:
         min_insync_replicas=args.min_insync_replicas,
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         stale_request_minutes=args.stale_minutes,
+        disk_warning_percent=args.disk_warning_percent,
     )
+    ask = _broker_facts(args)
     try:
         with open_zookeeper(args.zookeeper, args.timeout) as zk:
-            view, findings = diagnose(zk, settings)
+            view, findings = diagnose(zk, settings, ask)
             if args.fix and any(f.repair for f in findings) and _confirmed(findings, args.yes):
                 for finding, outcome in apply_repairs(zk, findings):
                     print(f"{finding.repair.description}: {outcome}", file=sys.stderr)  # type: ignore[union-attr]
-                view, findings = diagnose(zk, settings)
+                view, findings = diagnose(zk, settings, ask)
     except CliError as e:
         print(f"zkafka doctor: {e}", file=sys.stderr)
         return UNKNOWN
@@ -120,3 +149,57 @@ def _confirmed(findings: list[Finding], yes: bool) -> bool:
         return False
     answer = input(f"apply {len(repairs)} fix(es)? [y/N] ")
     return answer.strip().lower() in ("y", "yes")
+
+
+def _bootstrap(args: argparse.Namespace) -> str | None:
+    if args.bootstrap_server:
+        return args.bootstrap_server
+    try:  # the local cluster's brokers, when it is its ZooKeeper being checked
+        local = local_cluster(args.cluster_dir)
+    except CliError:
+        return None
+    return local.bootstrap_servers or None if local.zookeeper_connect == args.zookeeper else None
+
+
+def _broker_facts(args: argparse.Namespace) -> Callable[[ClusterView], BrokerFacts] | None:
+    bootstrap = _bootstrap(args)
+    if bootstrap is None:
+        return None
+    security = client_security(args.command_config)
+
+    def ask(view: ClusterView) -> BrokerFacts:
+        from zkafka.client.sync import SyncAdminClient
+
+        facts = BrokerFacts()
+        with SyncAdminClient(
+            bootstrap, security=security, request_timeout_ms=int(args.timeout * 1000)
+        ) as admin:
+            for broker in sorted(view.brokers):
+                try:
+                    dirs = admin.describe_log_dirs([broker])[broker]
+                except Exception:  # one broker that does not answer is a finding, not the end of the run
+                    facts.unreachable.append(broker)
+                    continue
+                facts.log_dirs[broker] = [
+                    LogDirFacts(d.path, d.error_code, d.total_bytes, d.usable_bytes) for d in dirs
+                ]
+            wanted = {
+                tp
+                for g in view.zk_groups.values()
+                for tp in g.offsets
+                if tp.partition in getattr(view.topics.get(tp.topic), "partitions", {})
+            }
+            if wanted:
+                try:
+                    first = admin.list_offsets(dict.fromkeys(wanted, "earliest"))
+                    last = admin.list_offsets(dict.fromkeys(wanted, "latest"))
+                except Exception:  # offline partitions are already findings of their own
+                    return facts
+                facts.log_offsets = {
+                    tp: (first[tp].offset, last[tp].offset)
+                    for tp in wanted
+                    if first.get(tp) is not None and last.get(tp) is not None
+                }
+        return facts
+
+    return ask

@@ -46,6 +46,8 @@ from zkafka.protocol.messages import (
     DescribeClientQuotasResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
@@ -202,6 +204,19 @@ class ClusterDescription:
     brokers: tuple[BrokerMetadata, ...]
 
 
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of one broker (DescribeLogDirs): its error (KAFKA_STORAGE_ERROR when offline),
+    the bytes its partitions take, and its file system's total and usable bytes (-1 when the
+    broker does not say: below DescribeLogDirs v4)."""
+
+    path: str
+    error_code: int
+    partitions_bytes: int
+    total_bytes: int
+    usable_bytes: int
+
+
 # -- the client ----------------------------------------------------------------------------------
 
 
@@ -240,6 +255,27 @@ class AdminClient:
         return ClusterDescription(
             meta.cluster_id, meta.controller_id, tuple(meta.brokers[b] for b in sorted(meta.brokers))
         )
+
+    async def describe_log_dirs(
+        self, broker_ids: Sequence[int] | None = None
+    ) -> dict[int, list[LogDirDescription]]:
+        """Every log dir of the given brokers (default: all live ones), asked of each broker."""
+        meta = await self.cluster.refresh()
+        out: dict[int, list[LogDirDescription]] = {}
+        for broker in sorted(meta.brokers) if broker_ids is None else broker_ids:
+            resp = await self.cluster.send(broker, DescribeLogDirsRequest(topics=None))
+            assert isinstance(resp, DescribeLogDirsResponse)
+            out[broker] = [
+                LogDirDescription(
+                    r.log_dir,
+                    r.error_code,
+                    sum(p.partition_size for t in r.topics for p in t.partitions),
+                    r.total_bytes,
+                    r.usable_bytes,
+                )
+                for r in resp.results
+            ]
+        return out
 
     # -- topics ----------------------------------------------------------------------------------
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
@@ -724,6 +760,7 @@ class AdminClient:
         assert isinstance(resp, AlterClientQuotasResponse)
         for r in resp.entries:
             _raise_error(r.error_code, r.error_message, "client quota entity")
+
     # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
     async def describe_user_scram_credentials(
         self, users: Sequence[str] | None = None

@@ -95,6 +95,7 @@ class SyncAdminClient(_SyncClient):
         super().__init__(lambda: AdminClient(*args, **kwargs))
 
     describe_cluster = _blocking(AdminClient.describe_cluster)
+    describe_log_dirs = _blocking(AdminClient.describe_log_dirs)
     list_topics = _blocking(AdminClient.list_topics)
     describe_topics = _blocking(AdminClient.describe_topics)
     create_topics = _blocking(AdminClient.create_topics)

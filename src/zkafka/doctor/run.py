@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from zkafka.doctor.checks_admin import check_admin_requests
+from zkafka.doctor.checks_brokers import BrokerFacts, check_brokers
 from zkafka.doctor.checks_configs import check_broker_agreement, check_topic_configs
 from zkafka.doctor.checks_consumers import check_zk_consumers
 from zkafka.doctor.checks_partitions import check_controller, check_partitions, check_preferred_imbalance
@@ -14,12 +16,27 @@ from zkafka.doctor.snapshot import ZkReader, read_snapshot
 from zkafka.doctor.view import ClusterView, decode_snapshot
 from zkafka.zk.sanitizer import DEFAULT_ENTITY
 
-__all__ = ["DoctorSettings", "diagnose", "diagnose_view"]
+__all__ = ["BrokerFacts", "DoctorSettings", "diagnose", "diagnose_view", "read_view"]
 
 
-def diagnose(zk: ZkReader, settings: DoctorSettings | None = None) -> tuple[ClusterView, list[Finding]]:
-    view, findings = decode_snapshot(read_snapshot(zk))
-    return view, ordered(findings + diagnose_view(view, settings or DoctorSettings()))
+def read_view(zk: ZkReader) -> tuple[ClusterView, list[Finding]]:
+    """The decoded tree and its schema findings."""
+    return decode_snapshot(read_snapshot(zk))
+
+
+def diagnose(
+    zk: ZkReader,
+    settings: DoctorSettings | None = None,
+    brokers: Callable[[ClusterView], BrokerFacts] | None = None,
+) -> tuple[ClusterView, list[Finding]]:
+    """Every check; with `brokers` (what the brokers answer about the view's cluster, gathered by
+    the caller, which owns the client) the broker checks too."""
+    settings = settings or DoctorSettings()
+    view, findings = read_view(zk)
+    findings += diagnose_view(view, settings)
+    if brokers is not None:
+        findings += check_brokers(view, brokers(view), settings)
+    return view, ordered(findings)
 
 
 def diagnose_view(view: ClusterView, settings: DoctorSettings) -> list[Finding]:

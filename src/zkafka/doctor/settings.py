@@ -12,5 +12,8 @@ class DoctorSettings:
     leader_imbalance_per_broker_percentage: int = 10
     stale_request_minutes: float = 30.0
     """An admin request (reassignment, preferred election, deletion) older than this is stuck."""
+    disk_warning_percent: float = 85.0
+    disk_critical_percent: float = 95.0
+    """A log dir's file system used at or above these percentages is a warning / critical."""
     now_ms: int | None = None
     """The clock the ages are measured against (None: now)."""

@@ -18,7 +18,8 @@ admin client and librdkafka use v2 when offered) and AlterPartitionReassignments
 ListPartitionReassignments 0 (KIP-455: flexible from their first version, so there is no
 classic encoding to offer). Only clients that know these APIs ever pick them. Likewise the admin
 APIs Kafka's clients use when offered: IncrementalAlterConfigs 0-1 (v1 flexible), DescribeLogDirs
-0-2 (v2 flexible), DescribeCluster 0 (flexible from v0), and the KIP-554 SCRAM APIs
+0-4 (v2+ flexible; v4 adds the disks' total and usable bytes), DescribeCluster 0 (flexible from
+v0), and the KIP-554 SCRAM APIs
 DescribeUserScramCredentials / AlterUserScramCredentials 0 (flexible from v0).
 
 The unsupported-version answer (§3): when a client sends ApiVersions at a version above ours,
@@ -68,7 +69,7 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DELETE_GROUPS: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
-    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     # Flexible from v1 / from v0: offered because Kafka's admin clients use them when they can.
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),

@@ -3,8 +3,9 @@
 # (tests/protocol check that this file is current).
 """DescribeLogDirs (key 35): the log dirs of one broker and the partitions in each.
 
-Version notes: v1 is the same as v0; v2 is the first flexible version. A null topics list
-asks for every partition.
+Version notes: v1 is the same as v0; v2 is the first flexible version; v3 adds a top-level
+error code; v4 adds each dir's total and usable bytes (KIP-827). A null topics list asks for every
+partition.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from zkafka.protocol.message import DEFAULT, Message
 
 
 class DescribeLogDirsRequest(Message):
-    """DescribeLogDirs request (api key 35), versions 0-2 (flexible from v2)."""
+    """DescribeLogDirs request (api key 35), versions 0-4 (flexible from v2)."""
 
     API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = "DescribeLogDirs"
@@ -54,15 +55,21 @@ class DescribeLogDirsRequest(Message):
 
 
 class DescribeLogDirsResponse(Message):
-    """DescribeLogDirs response (api key 35), versions 0-2 (flexible from v2)."""
+    """DescribeLogDirs response (api key 35), versions 0-4 (flexible from v2)."""
 
     API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = "DescribeLogDirs"
     KIND: ClassVar[str] = "response"
 
     class DescribeLogDirsResult(Message):
-        __slots__ = ("error_code", "log_dir", "topics")
-        _FIELDS: ClassVar[tuple[str, ...]] = ("error_code", "log_dir", "topics")
+        __slots__ = ("error_code", "log_dir", "topics", "total_bytes", "usable_bytes")
+        _FIELDS: ClassVar[tuple[str, ...]] = (
+            "error_code",
+            "log_dir",
+            "topics",
+            "total_bytes",
+            "usable_bytes",
+        )
 
         #: v0+
         error_code: int
@@ -70,6 +77,10 @@ class DescribeLogDirsResponse(Message):
         log_dir: str
         #: v0+
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
+        #: v4+
+        total_bytes: int
+        #: v4+
+        usable_bytes: int
 
         def __init__(
             self,
@@ -77,10 +88,14 @@ class DescribeLogDirsResponse(Message):
             error_code: int = 0,
             log_dir: str = "",
             topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = DEFAULT,
+            total_bytes: int = -1,
+            usable_bytes: int = -1,
         ) -> None:
             self.error_code = error_code
             self.log_dir = log_dir
             self.topics = [] if topics is DEFAULT else topics
+            self.total_bytes = total_bytes
+            self.usable_bytes = usable_bytes
 
     class DescribeLogDirsTopic(Message):
         __slots__ = ("name", "partitions")
@@ -131,11 +146,13 @@ class DescribeLogDirsResponse(Message):
             self.offset_lag = offset_lag
             self.is_future_key = is_future_key
 
-    __slots__ = ("results", "throttle_time_ms")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "results")
+    __slots__ = ("error_code", "results", "throttle_time_ms")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "error_code", "results")
 
     #: v0+
     throttle_time_ms: int
+    #: v3+
+    error_code: int
     #: v0+
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
 
@@ -143,7 +160,9 @@ class DescribeLogDirsResponse(Message):
         self,
         *,
         throttle_time_ms: int = 0,
+        error_code: int = 0,
         results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
         self.results = [] if results is DEFAULT else results

@@ -1,7 +1,8 @@
 """DescribeLogDirs (key 35): the log dirs of one broker and the partitions in each.
 
-Version notes: v1 is the same as v0; v2 is the first flexible version. A null topics list
-asks for every partition.
+Version notes: v1 is the same as v0; v2 is the first flexible version; v3 adds a top-level
+error code; v4 adds each dir's total and usable bytes (KIP-827). A null topics list asks for every
+partition.
 """
 
 from zkafka.protocol.schema import Array, F, api
@@ -9,7 +10,7 @@ from zkafka.protocol.schema import Array, F, api
 SPEC = api(
     35,
     "DescribeLogDirs",
-    versions="0-2",
+    versions="0-4",
     flexible="2+",
     request=[
         F(
@@ -21,6 +22,7 @@ SPEC = api(
     ],
     response=[
         F("throttle_time_ms", "int32"),
+        F("error_code", "int16", "3+", default=0),
         F(
             "results",
             Array(
@@ -49,6 +51,8 @@ SPEC = api(
                             ],
                         ),
                     ),
+                    F("total_bytes", "int64", "4+", default=-1),
+                    F("usable_bytes", "int64", "4+", default=-1),
                 ],
             ),
         ),

@@ -4,11 +4,14 @@ Each configured dir is one result: its partitions (all, or those the request nam
 size on disk and offset lag (Kafka's max(high watermark - log end offset, 0), so 0 for the current
 replica; zkafka has no future replicas: is_future_key is always false). A dir that is missing or
 not writable is offline: KAFKA_STORAGE_ERROR and no partitions, as Kafka answers for an offline dir.
+From v4 each online dir also reports its file system's total and usable bytes (KIP-827), which
+`zkafka doctor` uses to find disks nearly full.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -56,5 +59,15 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogD
             R.DescribeLogDirsTopic(name=topic, partitions=parts)
             for topic, parts in sorted(by_dir[log_dir].items())
         ]
-        results.append(R.DescribeLogDirsResult(log_dir=str(log_dir), topics=topics))
+        total = usable = -1
+        try:
+            usage = shutil.disk_usage(log_dir)
+            total, usable = usage.total, usage.free
+        except OSError:  # vanished since the check: report no figures rather than fail the request
+            pass
+        results.append(
+            R.DescribeLogDirsResult(
+                log_dir=str(log_dir), topics=topics, total_bytes=total, usable_bytes=usable
+            )
+        )
     return DescribeLogDirsResponse(results=results)
