@@ -43,6 +43,7 @@ COMMANDS = {
     "pipeline": "zkafka.cli.pipeline",
     "acls": "zkafka.cli.acls",
     "doctor": "zkafka.cli.doctor",
+    "ui": "zkafka.cli.ui",
 }
 """command name -> the module whose `register` adds it (one module may add several commands)."""
 

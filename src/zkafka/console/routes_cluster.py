@@ -1,0 +1,38 @@
+"""The overview (`/`, reloading itself) and `/brokers`."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from zkafka.console.cluster_data import cluster_state
+from zkafka.console.render import page
+from zkafka.console.source import ClusterSource
+
+
+async def overview(request: Request) -> HTMLResponse:
+    source: ClusterSource = request.app.state.source
+    view, findings, zk_note = await source.view_or_note()
+    state = await cluster_state(source, view)
+    return page(
+        request,
+        "overview.html",
+        state=state,
+        findings=findings,
+        zk_note=zk_note,
+        refresh=source.settings.refresh_s,
+        partitions=sum(len(t.partitions) for t in state.topics),
+        offline=sum(t.offline for t in state.topics),
+        under_replicated=sum(t.under_replicated for t in state.topics),
+    )
+
+
+async def brokers(request: Request) -> HTMLResponse:
+    source: ClusterSource = request.app.state.source
+    view, _, zk_note = await source.view_or_note()
+    state = await cluster_state(source, view)
+    return page(request, "brokers.html", state=state, zk_note=zk_note)
+
+
+ROUTES = [Route("/", overview, name="overview"), Route("/brokers", brokers, name="brokers")]
