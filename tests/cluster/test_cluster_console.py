@@ -7,6 +7,7 @@ right status, never a traceback. Screenshots go to the test's tmp dir (nothing a
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -38,7 +39,8 @@ def cluster(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPath
 @pytest.fixture(scope="module")
 def data(cluster: Cluster) -> dict[str, str]:
     """A replicated topic with records (one holding a script), a single-replica topic on broker 3,
-    and a group that committed offset 2 of partition 0's 5 records."""
+    a broker group that committed offset 2 of partition 0's 5 records, and a ZooKeeper consumer
+    group that committed offset 1 of it."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     topic, single, group = topic_name("shown"), topic_name("single"), topic_name("group")
@@ -53,7 +55,24 @@ def data(cluster: Cluster) -> dict[str, str]:
     )
     consumer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
     consumer.close()
-    return {"topic": topic, "single": single, "group": group}
+    zk_group = topic_name("zkgroup")
+    asyncio.run(_zookeeper_consumer_commits(cluster, zk_group, topic))
+    return {"topic": topic, "single": single, "group": group, "zk_group": zk_group}
+
+
+async def _zookeeper_consumer_commits(cluster: Cluster, group: str, topic: str) -> None:
+    """The seeds' ZooKeeper consumer commits offset 1 of partition 0 to /consumers, and leaves."""
+    from zkafka.client.types import TopicPartition
+    from zkafka.client.zk_consumer import ZookeeperConsumer
+
+    consumer = ZookeeperConsumer(
+        group, zookeeper=cluster.local.zookeeper_connect, topics={topic: 1}, auto_commit_enable=False
+    )
+    await consumer.start()
+    try:
+        await consumer.commit({TopicPartition(topic, 0): 1})
+    finally:
+        await consumer.close()
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +183,13 @@ def test_pages_show_the_cluster(browser: object, console: str, data: dict[str, s
     _shot(d, tmp_path, "group")
     lag = _text(d, f"#lag-broker-{topic}-0").split()
     assert lag[1:5] == ["0", "2", "5", "3"], lag  # partition, committed, log end, lag
+
+    d.get(console + "/groups")  # type: ignore[attr-defined]
+    assert "zookeeper" in _text(d, f"#group-zookeeper-{data['zk_group']}")
+    d.get(f"{console}/groups/{data['zk_group']}")  # type: ignore[attr-defined]
+    _shot(d, tmp_path, "zookeeper-group")
+    lag = _text(d, f"#lag-zookeeper-{topic}-0").split()
+    assert lag[1:5] == ["0", "1", "5", "4"], lag
 
     d.get(console + "/zookeeper?path=/brokers/ids")  # type: ignore[attr-defined]
     _shot(d, tmp_path, "zookeeper")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
@@ -9,6 +11,15 @@ from starlette.routing import Route
 from zkafka.console.cluster_data import cluster_state
 from zkafka.console.render import page
 from zkafka.console.source import ClusterSource
+from zkafka.doctor import Finding
+
+
+def finding_summary(findings: list[Finding]) -> list[tuple[str, str, int]]:
+    """(severity, check, count), worst first: a dead broker's hundred offline partitions are one line."""
+    counts = Counter((f.severity, f.check) for f in findings)
+    return [
+        (sev.label, check, n) for (sev, check), n in sorted(counts.items(), key=lambda x: (-x[0][0], x[0][1]))
+    ]
 
 
 async def overview(request: Request) -> HTMLResponse:
@@ -20,6 +31,7 @@ async def overview(request: Request) -> HTMLResponse:
         "overview.html",
         state=state,
         findings=findings,
+        summary=finding_summary(findings or []),
         zk_note=zk_note,
         refresh=source.settings.refresh_s,
         partitions=sum(len(t.partitions) for t in state.topics),
