@@ -53,6 +53,7 @@ def _error(response: object, status: int, text: str) -> None:
             "format must be one of text, json, hex, got &#39;&lt;b&gt;&#39;",
         ),
         ("/zookeeper?path=/brokers", 404, "started without --zookeeper"),
+        ("/groups/", 404, "no group named"),
     ],
 )
 def test_bad_requests(client: TestClient, path: str, status: int, text: str) -> None:
@@ -88,6 +89,18 @@ def test_forms_are_checked_before_anything_is_sent(client: TestClient) -> None:
         and "&lt;i&gt;t&lt;/i&gt;" in confirm.text
         and "<i>t</i>" not in confirm.text
     )
+
+
+def test_forms_from_other_sites_are_refused(client: TestClient) -> None:
+    _error(
+        client.post(
+            "/topics/new", data={"name": "t", "confirm": "yes"}, headers={"origin": "http://evil.example"}
+        ),
+        403,
+        "may not act",
+    )
+    same = client.post("/topics/new", data={"name": "t"}, headers={"origin": "http://testserver"})
+    assert same.status_code == 200 and 'id="confirm"' in same.text
 
 
 def test_read_only_refuses_actions(read_only: TestClient) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from starlette.requests import Request
 
@@ -34,8 +34,20 @@ def choice_param(value: str | None, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def check_same_origin(request: Request) -> None:
+    """Refuse a form posted from another site's page (a browser names that page's origin): the
+    console does not authenticate, so this is what keeps a web page from acting through it."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return  # not sent by a browser's cross-site form (curl, scripts, same-origin navigation)
+    parsed = urlsplit(origin)
+    if parsed.netloc != request.url.netloc or parsed.scheme != request.url.scheme:
+        raise ConsoleError(403, f"a form from {origin} may not act on this console")
+
+
 async def form_fields(request: Request) -> dict[str, str]:
-    """An urlencoded form body, bounded; each field's last value."""
+    """An urlencoded form body from this console's own pages, bounded; each field's last value."""
+    check_same_origin(request)
     content_type = request.headers.get("content-type", "").split(";")[0].strip()
     if content_type != "application/x-www-form-urlencoded":
         raise ConsoleError(415, f"expected a form (application/x-www-form-urlencoded), got {content_type!r}")

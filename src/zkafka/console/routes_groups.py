@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
+from zkafka.console.errors import ConsoleError
 from zkafka.console.group_data import describe_group, list_groups
 from zkafka.console.render import page
 from zkafka.console.source import ClusterSource
@@ -21,6 +22,8 @@ async def group(request: Request) -> HTMLResponse:
     source: ClusterSource = request.app.state.source
     view, _, zk_note = await source.view_or_note()
     group_id = request.path_params["group_id"]
+    if not group_id:
+        raise ConsoleError(404, "no group named: the URL is /groups/<group id>")
     details = await describe_group(source, view, group_id)
     return page(
         request,
