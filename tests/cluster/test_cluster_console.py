@@ -39,6 +39,7 @@ def cluster(zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPath
 @pytest.fixture(scope="module")
 def data(cluster: Cluster) -> dict[str, str]:
     """A replicated topic with records (one holding a script), a single-replica topic on broker 3,
+    a topic wanting all 3 replicas in sync (min.insync.replicas=3),
     a broker group that committed offset 2 of partition 0's 5 records, and a ZooKeeper consumer
     group that committed offset 1 of it."""
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -46,6 +47,8 @@ def data(cluster: Cluster) -> dict[str, str]:
     topic, single, group = topic_name("shown"), topic_name("single"), topic_name("group")
     create_topic(cluster, topic, {0: [1, 2, 3], 1: [2, 3, 1]})
     create_topic(cluster, single, {0: [3]})
+    strict = topic_name("strict")
+    create_topic(cluster, strict, {0: [1, 2, 3]}, config={"min.insync.replicas": "3"})
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i, value in enumerate([SCRIPT_VALUE, '{"n": 1}', "plain", "four", "five"]):
         producer.produce(topic, value=value.encode(), key=f"k{i}".encode(), partition=0)
@@ -57,7 +60,7 @@ def data(cluster: Cluster) -> dict[str, str]:
     consumer.close()
     zk_group = topic_name("zkgroup")
     asyncio.run(_zookeeper_consumer_commits(cluster, zk_group, topic))
-    return {"topic": topic, "single": single, "group": group, "zk_group": zk_group}
+    return {"topic": topic, "single": single, "strict": strict, "group": group, "zk_group": zk_group}
 
 
 async def _zookeeper_consumer_commits(cluster: Cluster, group: str, topic: str) -> None:
@@ -269,5 +272,7 @@ def test_killed_broker_shows_dead_within_10s(
         d.get(f"{console}/topics/{data['single']}")  # type: ignore[attr-defined]
         assert "offline" in _text(d, "#partition-0")
         _shot(d, tmp_path, "topic-offline")
+        d.get(f"{console}/topics/{data['strict']}")  # type: ignore[attr-defined]
+        assert "under-min-isr" in _text(d, "#partition-0")  # ISR 2 < min.insync.replicas 3
     finally:
         cluster.start(3)

@@ -4,7 +4,7 @@ DescribeConfigs), with ZooKeeper's registrations (every listener, broker epoch) 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zkafka.client.admin import ConfigEntry
 from zkafka.client.cluster import NO_LEADER, TopicMetadata
@@ -35,6 +35,9 @@ class PartitionRow:
     isr: tuple[int, ...]
     earliest: int | None = None
     latest: int | None = None
+    min_isr: int = 1
+    """The topic's min.insync.replicas, where known (the topic page): fewer in the ISR refuses
+    acks=all produce requests."""
 
     @property
     def offline(self) -> bool:
@@ -45,8 +48,16 @@ class PartitionRow:
         return len(self.isr) < len(self.replicas)
 
     @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.min_isr
+
+    @property
     def status(self) -> str:
-        return "offline" if self.offline else "under-replicated" if self.under_replicated else "ok"
+        if self.offline:
+            return "offline"
+        if self.under_min_isr:
+            return "under-min-isr"
+        return "under-replicated" if self.under_replicated else "ok"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +152,11 @@ async def topic_detail(source: ClusterSource, name: str) -> TopicDetail:
     if len(led) < meta.partition_count:
         note = "offline partitions have no offsets to show" + (f"; {note}" if note else "")
     configs = await source.admin.describe_topic_configs(name)
-    return TopicDetail(_topic_row(meta, offsets), sorted(configs.values(), key=lambda c: c.name), note)
+    min_isr = configs.get("min.insync.replicas")
+    row = _topic_row(meta, offsets)
+    if min_isr is not None and min_isr.value and min_isr.value.isdigit():
+        row = replace(row, partitions=tuple(replace(p, min_isr=int(min_isr.value)) for p in row.partitions))
+    return TopicDetail(row, sorted(configs.values(), key=lambda c: c.name), note)
 
 
 async def log_offsets(
