@@ -12,15 +12,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from zkafka.client.errors import ClientError
 from zkafka.console import routes_cluster, routes_groups, routes_topics, routes_zookeeper
-from zkafka.console.errors import ConsoleError
+from zkafka.console.errors import EXPECTED_FAILURES, ConsoleError
 from zkafka.console.render import error_page, stylesheet
 from zkafka.console.settings import ConsoleSettings
 from zkafka.console.source import ClusterSource, ZkBrowser
-from zkafka.protocol import KafkaError
-
-EXPECTED: tuple[type[Exception], ...] = (ConsoleError, KafkaError, ClientError, TimeoutError, ConnectionError)
 
 
 def build_app(settings: ConsoleSettings, zk: ZkBrowser | None = None) -> Starlette:
@@ -56,7 +52,7 @@ def build_app(settings: ConsoleSettings, zk: ZkBrowser | None = None) -> Starlet
         # the error page (from ServerErrorMiddleware, which also logs it for the operator)
         exception_handlers={
             HTTPException: http_error,
-            **dict.fromkeys(EXPECTED, any_error),
+            **dict.fromkeys(EXPECTED_FAILURES, any_error),
             Exception: any_error,
         },
         lifespan=lifespan,

@@ -12,6 +12,7 @@ from zkafka.client.offsets import list_offsets
 from zkafka.client.types import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from zkafka.console.source import ClusterSource, SeenBroker
 from zkafka.doctor.view import ClusterView
+from zkafka.zk.topic_names import is_internal_topic
 
 OFFSETS_TIMEOUT_S = 3.0
 """A page shows offsets it could not get within this as unknown rather than wait longer."""
@@ -122,6 +123,41 @@ async def cluster_state(source: ClusterSource, view: ClusterView | None) -> Clus
         rows,
         [_topic_row(t) for _, t in sorted(topics.items())],
     )
+
+
+def state_from_zookeeper(source: ClusterSource, view: ClusterView) -> ClusterState:
+    """The same picture from ZooKeeper alone, for when no broker answers: registrations say who is
+    alive, the partition state znodes say leaders and ISRs."""
+    named = {r for t in view.topics.values() for rs in t.partitions.values() for r in rs}
+    rows = []
+    for bid in sorted(set(source.seen) | named | set(view.brokers)):
+        info, seen = view.brokers.get(bid), source.seen.get(bid)
+        endpoints = (
+            tuple(e.connection_string for e in info.endpoints)
+            if info is not None
+            else (() if seen is None else (f"{seen.host}:{seen.port}",))
+        )
+        rack = info.rack if info is not None else None if seen is None else seen.rack
+        rows.append(
+            BrokerRow(
+                bid,
+                info is not None,
+                bid == view.controller,
+                rack,
+                endpoints,
+                None if info is None else info.epoch,
+            )
+        )
+    topics = []
+    for name, assignment in sorted(view.topics.items()):
+        parts = []
+        for p, replicas in sorted(assignment.partitions.items()):
+            state = view.states.get(TopicPartition(name, p))
+            lai = None if state is None else state.leader_and_isr
+            leader = NO_LEADER if lai is None or lai.leader not in view.brokers else lai.leader
+            parts.append(PartitionRow(p, leader, tuple(replicas), () if lai is None else tuple(lai.isr)))
+        topics.append(TopicRow(name, is_internal_topic(name), tuple(parts)))
+    return ClusterState(None, -1 if view.controller is None else view.controller, rows, topics)
 
 
 def _topic_row(

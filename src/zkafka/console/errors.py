@@ -7,7 +7,7 @@ broker or ZooKeeper that does not answer 503, anything else 500 with its one-lin
 
 from __future__ import annotations
 
-from zkafka.client.errors import BrokerUnavailableError, ClientTimeoutError
+from zkafka.client.errors import BrokerUnavailableError, ClientError, ClientTimeoutError
 from zkafka.protocol import ErrorCode, KafkaError
 
 
@@ -17,6 +17,15 @@ class ConsoleError(Exception):
         self.status = status
         self.message = message
 
+
+EXPECTED_FAILURES: tuple[type[Exception], ...] = (
+    ConsoleError,
+    KafkaError,
+    ClientError,
+    TimeoutError,
+    ConnectionError,
+)
+"""What a page may fail with in the normal course of things (the rest is a bug, logged)."""
 
 NOT_FOUND_CODES = frozenset(
     {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.INVALID_TOPIC_EXCEPTION}

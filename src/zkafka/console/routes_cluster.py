@@ -8,7 +8,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from zkafka.console.cluster_data import cluster_state
+from zkafka.console.cluster_data import cluster_state, state_from_zookeeper
+from zkafka.console.errors import EXPECTED_FAILURES, status_and_message
 from zkafka.console.render import page
 from zkafka.console.source import ClusterSource
 from zkafka.doctor import Finding
@@ -25,10 +26,19 @@ def finding_summary(findings: list[Finding]) -> list[tuple[str, str, int]]:
 async def overview(request: Request) -> HTMLResponse:
     source: ClusterSource = request.app.state.source
     view, findings, zk_note = await source.view_or_note()
-    state = await cluster_state(source, view)
+    brokers_note = None
+    try:
+        state = await cluster_state(source, view)
+    except EXPECTED_FAILURES as e:
+        if view is None:
+            raise
+        # no broker answers: what ZooKeeper says is still worth a page (and keeps reloading)
+        state = state_from_zookeeper(source, view)
+        brokers_note = f"no broker answered ({status_and_message(e)[1]}): this page shows what ZooKeeper says"
     return page(
         request,
         "overview.html",
+        brokers_note=brokers_note,
         state=state,
         findings=findings,
         summary=finding_summary(findings or []),
