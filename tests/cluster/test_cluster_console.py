@@ -179,6 +179,11 @@ def test_pages_show_the_cluster(browser: object, console: str, data: dict[str, s
     assert _text(d, "#record-2 .value") == b"plain".hex(" ")
     assert len(d.find_elements(By.CSS_SELECTOR, "#records tr")) == 2  # type: ignore[attr-defined]
 
+    d.get(f"{console}/topics/{topic}/records?partition=0&offset=3&timestamp=0")  # type: ignore[attr-defined]
+    assert _text(d, "#record-0 .value") == SCRIPT_VALUE  # the first record at or after time 0
+    d.get(f"{console}/topics/{topic}/records?partition=0&timestamp=99999999999999")  # type: ignore[attr-defined]
+    assert "no record at or after timestamp" in _text(d, ".note")
+
     d.get(console + "/groups")  # type: ignore[attr-defined]
     _shot(d, tmp_path, "groups")
     assert group in _text(d, "#groups")
@@ -209,6 +214,7 @@ def test_bad_urls_and_values_get_an_error_page(console: str, data: dict[str, str
         f"/topics/{topic}/records?partition=-1": 400,
         f"/topics/{topic}/records?partition=7": 404,
         f"/topics/{topic}/records?format=xml": 400,
+        f"/topics/{topic}/records?timestamp=yesterday": 400,
         f"/topics/{topic}/records?limit=100000": 400,
         "/groups/no-such-group": 404,
         "/zookeeper?path=relative": 400,

@@ -8,7 +8,7 @@ it may be offline). Pages have stable URLs, one routes module per page family:
     /                                   overview: brokers (alive or dead), controller, doctor findings
     /brokers                            brokers with their endpoints, racks and epochs
     /topics, /topics/<name>             partitions, leaders, replicas, ISR, offsets, configs
-    /topics/<name>/records?partition=P&offset=O&format=text|json|hex
+    /topics/<name>/records?partition=P&offset=O&format=text|json|hex   (or &timestamp=MS)
     /groups, /groups/<id>               both kinds of group, members, assignments, per-partition lag
     /zookeeper?path=/...                the raw ZooKeeper tree, read-only
 

@@ -9,8 +9,9 @@ import time
 from dataclasses import dataclass
 
 from zkafka.client.consumer import Consumer
+from zkafka.client.offsets import list_offsets
 from zkafka.client.types import ConsumedRecord, TopicPartition
-from zkafka.console.cluster_data import log_offsets
+from zkafka.console.cluster_data import OFFSETS_TIMEOUT_S, log_offsets
 from zkafka.console.errors import ConsoleError
 from zkafka.console.source import ClusterSource
 
@@ -75,8 +76,16 @@ def show(data: bytes | None, fmt: str) -> str:
 
 
 async def read_records(
-    source: ClusterSource, topic: str, partition: int, offset: int | None, limit: int, fmt: str
+    source: ClusterSource,
+    topic: str,
+    partition: int,
+    offset: int | None,
+    limit: int,
+    fmt: str,
+    timestamp: int | None = None,
 ) -> RecordsPage:
+    """Up to `limit` records from `offset`, or from the first record whose timestamp is at or
+    after `timestamp` (ms), or from the log start."""
     meta = (await source.admin.describe_topics([topic]))[topic]
     if partition not in meta.partitions:
         raise ConsoleError(
@@ -87,13 +96,22 @@ async def read_records(
     start, end = offsets.get(tp, (None, None))
     if start is None or end is None:
         raise ConsoleError(503, f"partition {tp} has no leader to read from" + (f" ({note})" if note else ""))
+    found_note = None
+    if offset is None and timestamp is not None:
+        found = await list_offsets(source.admin.cluster, {tp: timestamp}, timeout=OFFSETS_TIMEOUT_S)
+        offset = end if found.get(tp) is None else found[tp].offset  # type: ignore[union-attr]
+        found_note = f"the first record at or after timestamp {timestamp} is at offset {offset}"
     wanted = start if offset is None else offset
-    page = RecordsPage(topic, partition, meta.partition_count, wanted, limit, fmt, start, end, [])
+    page = RecordsPage(topic, partition, meta.partition_count, wanted, limit, fmt, start, end, [], found_note)
     if wanted < start:
         page.offset = start
         page.note = f"offset {wanted} is before the log start {start}; showing from {start}"
     elif wanted >= end:
-        page.note = f"no records at or after offset {wanted} (the log ends at {end})"
+        page.note = (
+            f"no record at or after timestamp {timestamp}"
+            if found_note
+            else f"no records at or after offset {wanted} (the log ends at {end})"
+        )
         return page
     page.records = [
         _shown(r, fmt) for r in await _fetch(source, tp, page.offset, min(end, page.offset + limit))

@@ -40,10 +40,13 @@ async def records(request: Request) -> HTMLResponse:
     q = request.query_params
     partition = int_param(q.get("partition"), "partition", default=0, high=MAX_PARTITIONS)
     offset = int_param(q.get("offset"), "offset")
+    timestamp = int_param(q.get("timestamp"), "timestamp (ms since the epoch)")
+    if timestamp is not None:
+        offset = None  # the records form sends both; a timestamp typed in is what was asked for
     limit = int_param(q.get("limit"), "limit", default=20, low=1, high=source.settings.max_records)
     fmt = choice_param(q.get("format"), "format", FORMATS)
     assert partition is not None and limit is not None
-    got = await read_records(source, request.path_params["name"], partition, offset, limit, fmt)
+    got = await read_records(source, request.path_params["name"], partition, offset, limit, fmt, timestamp)
     return page(request, "records.html", page=got, formats=FORMATS)
 
 
