@@ -5,11 +5,16 @@ of a live cluster are tested in tests/cluster/test_cluster_console.py, in a real
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
+import zkafka
 from zkafka.console.app import build_app
 from zkafka.console.record_data import show
 from zkafka.console.settings import ConsoleSettings
@@ -121,3 +126,20 @@ def test_record_formats() -> None:
     assert show(b"\xff\x00", "text") == "(not UTF-8) ff 00"
     assert show(b"ab", "hex") == "61 62"
     assert show(b"x" * 5000, "text").endswith("… (5000 bytes)")
+
+
+def test_zkafka_ui_without_a_cluster_says_what_to_pass(tmp_path: Path) -> None:
+    # run from an empty directory (no local cluster), with this very source tree
+    env = {**os.environ, "PYTHONPATH": str(Path(zkafka.__file__).parents[1])}
+
+    def ui(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "zkafka.cli.main", "ui", *args],
+            capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path, env=env,
+        )  # fmt: skip
+
+    done = ui("--cluster-dir", str(tmp_path / "none"))
+    assert done.returncode == 1 and "no --bootstrap-server given" in done.stderr, done.stderr
+    done = ui("--bootstrap-server", "127.0.0.1:1", "--port", "70000")
+    assert done.returncode == 1 and "--port must be 0..65535" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
