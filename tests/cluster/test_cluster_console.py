@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cluster_helpers import Cluster, create_topic, running, topic_name, wait_for
+from cluster_helpers import Cluster, create_topic, running, topic_name, wait_for, zkafka_cli
 
 from zkafka.local.zookeeper import ZooKeeperServer, free_port
 
@@ -253,6 +253,47 @@ def test_create_topic_with_confirmation(browser: object, console: str, tmp_path:
     d.find_element(By.ID, "confirm").click()  # type: ignore[attr-defined]
     wait_for(lambda: name in d.current_url, 30, "the new topic's page")  # type: ignore[attr-defined]
     assert len(d.find_elements(By.CSS_SELECTOR, "#partitions tr")) == 3  # type: ignore[attr-defined]
+
+
+def test_offset_reset_in_the_browser_is_seen_by_consumer_groups(
+    browser: object, console: str, cluster: Cluster, data: dict[str, str], tmp_path: Path
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    topic, group = data["topic"], topic_name("reset")
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    consumer.close()
+
+    d = browser
+    d.get(f"{console}/groups/{group}")  # type: ignore[attr-defined]
+    Select(d.find_element(By.ID, "reset-to")).select_by_visible_text("shift")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "reset-value").send_keys("2")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "reset-preview").click()  # type: ignore[attr-defined]
+    # partition 1 has no committed offset to shift: refused, as kafka-consumer-groups does
+    assert "cannot shift the offset of" in _text(d, "#error-message")
+
+    d.get(f"{console}/groups/{group}")  # type: ignore[attr-defined]
+    Select(d.find_element(By.ID, "reset-to")).select_by_visible_text("latest")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "reset-preview").click()  # type: ignore[attr-defined]
+    _shot(d, tmp_path, "reset-preview")
+    assert _text(d, "#plan-0").split()[-2:] == ["1", "5"]  # committed now 1, new offset 5 (dry run)
+    assert _text(d, "#plan-1").split()[-2:] == ["—", "0"]
+    d.find_element(By.ID, "reset-confirm").click()  # type: ignore[attr-defined]
+    wait_for(lambda: d.find_elements(By.ID, f"lag-broker-{topic}-0"), 30, "the group page")  # type: ignore[attr-defined]
+    assert _text(d, f"#lag-broker-{topic}-0").split()[1:5] == ["0", "5", "5", "0"]
+
+    described = zkafka_cli(
+        "consumer-groups", "--bootstrap-server", cluster.bootstrap, "--describe", "--group", group
+    )
+    rows = [line.split() for line in described.stdout.splitlines() if line.startswith(group)]
+    assert [r[1:6] for r in rows] == [[topic, "0", "5", "5", "0"], [topic, "1", "0", "0", "0"]], (
+        described.stdout
+    )
 
 
 def test_killed_broker_shows_dead_within_10s(

@@ -108,7 +108,24 @@ def test_forms_from_other_sites_are_refused(client: TestClient) -> None:
     assert same.status_code == 200 and 'id="confirm"' in same.text
 
 
+def test_reset_values_are_checked_first(client: TestClient) -> None:
+    _error(
+        client.post("/groups/g/reset", data={"topic": "t", "to": "sideways"}), 400, "reset to must be one of"
+    )
+    _error(
+        client.post("/groups/g/reset", data={"topic": "t", "to": "offset", "value": "x"}), 400, "whole number"
+    )
+    _error(
+        client.get("/groups/g/reset"), 503, "the cluster did not answer"
+    )  # GET is the group page of "g/reset"
+
+
 def test_read_only_refuses_actions(read_only: TestClient) -> None:
+    _error(
+        read_only.post("/groups/g/reset", data={"topic": "t", "to": "latest", "confirm": "yes"}),
+        403,
+        "read-only",
+    )
     _error(read_only.get("/topics/new"), 403, "read-only")
     _error(read_only.post("/topics/new", data={"name": "t", "confirm": "yes"}), 403, "read-only")
 
