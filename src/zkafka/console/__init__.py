@@ -16,10 +16,10 @@ Data comes through zkafka's client library (`zkafka.client`: the admin client, `
 consumer for records) and, when a ZooKeeper connect string is known, through the doctor's decoded
 view of the tree (`zkafka.doctor`), which also gives the overview its findings and the seeds'
 ZooKeeper consumer groups (`source.py` holds the connections; `*_data.py` turn them into what the
-pages show). When no broker answers, the overview shows what ZooKeeper says instead. Two actions, creating a
-topic and resetting a group's offsets (`group_reset.py`: planned, shown, then committed; refused
-while the group has live members), go through a confirmation page, are refused in `--read-only`
-mode, and are taken only from the console's own pages (a form posted from another origin is a 403: the console does not
-authenticate yet). Bad URLs and form values answer an error page with the right HTTP status
-(`errors.py`), never a traceback. Only `zkafka.cli` imports this package.
+pages show). When no broker answers, the overview shows what ZooKeeper says instead. Two
+actions, creating a topic and resetting a group's offsets (`group_reset.py`: planned, shown, then
+committed; refused while the group has live members), go through a confirmation page, are refused
+in `--read-only` mode, and are taken only from the console's own pages (a form posted from another
+origin is a 403: the console does not authenticate yet). Bad URLs and form values answer an error
+page with the right HTTP status (`errors.py`), never a traceback. Only `zkafka.cli` imports this package.
 """
