@@ -296,6 +296,28 @@ def test_offset_reset_in_the_browser_is_seen_by_consumer_groups(
     )
 
 
+def test_offset_reset_is_refused_while_the_group_has_live_members(
+    console: str, cluster: Cluster, data: dict[str, str]
+) -> None:
+    from confluent_kafka import Consumer
+
+    group = topic_name("live")
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.subscribe([data["topic"]])
+        wait_for(lambda: consumer.poll(0.5) is not None or consumer.assignment(), 30, "an assignment")
+        r = httpx.post(
+            f"{console}/groups/{group}/reset", data={"topic": data["topic"], "to": "latest"}, timeout=30
+        )
+        assert r.status_code == 409 and "live member(s)" in r.text, r.text[-500:]
+        page = httpx.get(f"{console}/groups/{group}", timeout=30).text
+        assert "Stable" in page and "rdkafka" in page  # the member, by its client id
+    finally:
+        consumer.close()
+
+
 def test_killed_broker_shows_dead_within_10s(
     browser: object, console: str, cluster: Cluster, data: dict[str, str], tmp_path: Path
 ) -> None:
