@@ -9,7 +9,8 @@ STAMP=$VENV/.installed
 
 # Debian packages: the ZooKeeper server (required), and kcat (a librdkafka client), Burrow (LinkedIn's
 # lag monitor) and Go with segmentio/kafka-go (whose own test suite runs against a broker) and
-# Shopify/sarama (driven by tests/interop/sarama_check), and Node with npm for KafkaJS (below):
+# Shopify/sarama (driven by tests/interop/sarama_check), Node with npm for KafkaJS (below), and
+# Chromium with chromedriver for the web console's browser tests:
 # third-party clients and tools the tests drive against the cluster.
 missing=()
 [ -f /usr/share/java/zookeeper.jar ] && [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
@@ -20,6 +21,9 @@ command -v go >/dev/null 2>&1 || missing+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# the web console's browser tests: Debian's Chromium and its WebDriver, driven by selenium
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${missing[*]}"
     if [ "$(id -u)" != 0 ]; then

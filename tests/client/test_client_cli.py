@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from client_helpers import local_cluster, topic_name, zkafka_cli
 
@@ -210,6 +211,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
         status = json.loads(ok(zkafka_cli("cluster", "status", "--dir", str(directory), "--json")))
         assert [b["alive"] for b in status["brokers"]] == [True, True]
         assert status["zookeeper"]["alive"] and status["zookeeper"]["embedded"]
+        assert status["ui"]["alive"] and httpx.get(status["ui"]["url"], timeout=30).status_code == 200
         assert sorted(int(i) for i in status["registered_brokers"]) == [1, 2]
         assert status["controller"]["id"] in (1, 2) and status["controller"]["epoch"] >= 1
         partitions = status["topics"][name]
@@ -220,7 +222,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
         pids = [p for p in _recorded_pids(directory) if p]
         down = zkafka_cli("cluster", "down", "--dir", str(directory), timeout=90)
     assert "stopped cluster" in ok(down)
-    assert len(pids) == 3 and not any(_alive(pid) for pid in pids)
+    assert len(pids) == 4 and not any(_alive(pid) for pid in pids)  # ZooKeeper, 2 brokers, the console
     # One broker at a time, the controller last: the first one's controlled shutdown succeeds and
     # the last one, with nowhere to move its leaderships, stops at once instead of retrying.
     logs = [p.read_text() for p in sorted(directory.glob("broker-*/server.log"))]
@@ -235,7 +237,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
 
 def _recorded_pids(directory: Path) -> list[int]:
     state = json.loads((directory / "cluster.json").read_text())
-    return [state["zookeeper_pid"], *(b["pid"] for b in state["brokers"])]
+    return [state["zookeeper_pid"], state.get("ui_pid", 0), *(b["pid"] for b in state["brokers"])]
 
 
 def test_cluster_up_reports_a_broker_that_cannot_start(zk_connect: str, tmp_path: Path) -> None:

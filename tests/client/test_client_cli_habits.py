@@ -77,7 +77,12 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # the results on stdout, the progress on stderr, nothing else on either
         assert up.returncode == 0, up.stderr.decode()
         lines = up.stdout.decode().splitlines()
-        assert [line.split(":", 1)[0] for line in lines] == ["bootstrap servers", "zookeeper"]
+        assert [line.split(":", 1)[0] for line in lines] == [
+            "bootstrap servers",
+            "zookeeper",
+            "metrics",
+            "console",
+        ]
         progress = up.stderr.decode().splitlines()
         assert progress and all(line.startswith("✓ ") for line in progress), progress
         assert ESC not in up.stderr.decode()

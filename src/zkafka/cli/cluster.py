@@ -1,6 +1,6 @@
 """`zkafka cluster up|status|down`: a local multi-broker cluster for development.
 
-    zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3
+    zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3, web console
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
     zkafka cluster status [--json]
     zkafka cluster down
@@ -10,7 +10,8 @@ directory and server.log, the embedded ZooKeeper's data, and cluster.json, which
 and pids so that `status` and `down` find them, and the other tools too: without
 `--bootstrap-server`/`--zookeeper` they use the cluster running in `--cluster-dir` (the same default,
 see `zkafka.cli.target`). `up` on a directory whose cluster is stopped starts it again with the
-same data. `up` prints its progress on stderr and its result (the addresses) on stdout.
+same data. `up` prints its progress on stderr and its result (the addresses) on stdout; it also
+starts the web console (`zkafka ui`, see `zkafka.console`) on a free port unless `--no-ui`.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--override", action="append", metavar="KEY=VALUE", help="broker config for every broker (repeatable)"
     )
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
+    up.add_argument("--no-ui", action="store_true", help="do not start the web console (`zkafka ui`)")
+    up.add_argument(
+        "--ui-port", type=int, default=0, metavar="PORT", help="the web console's port (default: a free one)"
+    )
     up.set_defaults(func=run_up)
 
     status = cluster_sub.add_parser("status", help="brokers, controller, topics (from ZooKeeper)")
@@ -110,7 +115,25 @@ def run_up(args: argparse.Namespace) -> int:
     metrics = [b.metrics for _, b in sorted(cluster.brokers.items()) if b.metrics]
     if metrics:
         print(f"metrics: {' '.join(metrics)}")
+    if not args.no_ui:
+        _start_console(cluster, args.ui_port)
     return 0
+
+
+def _start_console(cluster: LocalCluster, port: int) -> None:
+    """The web console next to the cluster; a console that cannot start is reported, and the
+    cluster, which did start, stays up."""
+    if not 0 <= port <= 65535:
+        raise CliError(f"--ui-port must be 0..65535, got {port}")
+    try:
+        url = cluster.start_console(port)
+    except (ClusterError, OSError) as e:
+        console(stderr=True).print(f"[yellow]![/yellow] {e}")
+        return
+    finally:
+        cluster.save()
+    console(stderr=True).print(f"[green]✓[/green] web console on {url}")
+    print(f"console: {url}")
 
 
 def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides: dict[str, str]) -> None:
@@ -211,6 +234,10 @@ def _print_status(report: dict[str, Any]) -> None:
     alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
     kind = "embedded" if zk["embedded"] else "external"
     out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    ui = report.get("ui") or {}
+    if ui.get("url"):
+        state = "[green]alive[/green]" if ui["alive"] else "[red]down[/red]"
+        out.print(f"Web console {ui['url']} (pid {ui['pid'] or '-'}): {state}")
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")

@@ -44,6 +44,7 @@ COMMANDS = {
     "acls": "zkafka.cli.acls",
     "doctor": "zkafka.cli.doctor",
     "zookeeper-security-migration": "zkafka.cli.zk_security_migration",
+    "ui": "zkafka.cli.ui",
 }
 """command name -> the module whose `register` adds it (one module may add several commands)."""
 

@@ -12,6 +12,7 @@ the tools the addresses (`zkafka.cli.target`).
     cluster.down()
 
 `up(..., zookeeper="host:port/chroot")` uses an existing ZooKeeper instead of starting one.
+`start_console()` adds the web console (`zkafka ui`) for the cluster, stopped first by `down`.
 The processes run in their own sessions, so they outlive the process that started them.
 """
 
@@ -21,6 +22,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -72,6 +74,9 @@ class LocalCluster:
     zookeeper_connect: str = ""
     zookeeper_pid: int = 0
     zookeeper_embedded: bool = False
+    ui_pid: int = 0
+    """The web console `zkafka ui` serving this cluster (`start_console`), 0 when none."""
+    ui_port: int = 0
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
     broker_overrides: dict[str, str] = field(default_factory=dict)
     _popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
@@ -83,6 +88,8 @@ class LocalCluster:
             "zookeeper_connect": self.zookeeper_connect,
             "zookeeper_pid": self.zookeeper_pid,
             "zookeeper_embedded": self.zookeeper_embedded,
+            "ui_pid": self.ui_pid,
+            "ui_port": self.ui_port,
             "brokers": [asdict(b) for b in self.brokers.values()],
             "broker_overrides": self.broker_overrides,
         }
@@ -100,6 +107,8 @@ class LocalCluster:
             zookeeper_connect=state["zookeeper_connect"],
             zookeeper_pid=state.get("zookeeper_pid", 0),
             zookeeper_embedded=state.get("zookeeper_embedded", False),
+            ui_pid=state.get("ui_pid", 0),
+            ui_port=state.get("ui_port", 0),
             broker_overrides=state.get("broker_overrides", {}),
         )
         for b in state["brokers"]:
@@ -143,6 +152,63 @@ class LocalCluster:
             if self._zk_popen.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"embedded ZooKeeper did not start; see {zk_dir}/zookeeper.log")
             time.sleep(0.1)
+
+    # -- the web console ---------------------------------------------------------------------------
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.ui_port}/" if self.ui_port else ""
+
+    def start_console(self, port: int = 0, timeout: float = 30.0) -> str:
+        """Start `zkafka ui` for this cluster on loopback `port` (0: a free one) and wait until it
+        accepts connections; its output goes to `<dir>/ui.log`. Returns its URL."""
+        port = port or free_port()
+        log = open(self.directory / "ui.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "zkafka.cli.main",
+                    "ui",
+                    "--bootstrap-server",
+                    self.bootstrap_servers,
+                    "--zookeeper",
+                    self.zookeeper_connect,
+                    "--port",
+                    str(port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self.ui_pid, self.ui_port = proc.pid, port
+        deadline = time.monotonic() + timeout
+        while not _accepts("127.0.0.1", port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                self.stop_console()
+                raise ClusterError(f"the web console did not start; see {self.directory / 'ui.log'}")
+            time.sleep(0.1)
+        return self.ui_url
+
+    def console_alive(self) -> bool:
+        return _alive(self.ui_pid)
+
+    def stop_console(self, timeout: float = 10.0) -> None:
+        if self.ui_pid and _alive(self.ui_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.ui_pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(self.ui_pid) and time.monotonic() < deadline:
+                _reap(self.ui_pid)
+                time.sleep(0.05)
+            if _alive(self.ui_pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.ui_pid, signal.SIGKILL)
+            _reap(self.ui_pid)
+        self.ui_pid = 0
 
     # -- brokers ---------------------------------------------------------------------------------
     def add_broker(
@@ -243,7 +309,8 @@ class LocalCluster:
         """Stop the brokers one at a time with SIGTERM (each does a controlled shutdown, moving its
         leaderships to brokers that stay up), the controller last so it is there to serve every
         other broker's controlled shutdown; SIGKILL a broker still running after `timeout`. Then
-        stop the embedded ZooKeeper the same way."""
+        stop the embedded ZooKeeper the same way. The web console goes first."""
+        self.stop_console()
         live = [b for b in self.brokers if self.broker_alive(b)]
         controller = self._controller_id() if len(live) > 1 else None
         for broker_id in sorted(live, key=lambda b: (b == controller, b)):
@@ -388,8 +455,10 @@ class LocalCluster:
 
     def running(self) -> bool:
         """Any of this cluster's processes still alive."""
-        return any(self.broker_alive(b) for b in self.brokers) or (
-            self.zookeeper_embedded and _alive(self.zookeeper_pid)
+        return (
+            any(self.broker_alive(b) for b in self.brokers)
+            or (self.zookeeper_embedded and _alive(self.zookeeper_pid))
+            or self.console_alive()
         )
 
     def process_status(self) -> dict[str, Any]:
@@ -403,6 +472,7 @@ class LocalCluster:
                 "pid": self.zookeeper_pid or None,
                 "alive": self.zookeeper_alive(),
             },
+            "ui": {"url": self.ui_url or None, "pid": self.ui_pid or None, "alive": self.console_alive()},
             "brokers": [
                 {
                     "id": b.broker_id,
@@ -433,6 +503,20 @@ def _metrics_url(listener: str) -> str:
     except ValueError:
         return ""
     return f"http://{host or '127.0.0.1'}:{port}/metrics" if port else ""
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child (a zombie otherwise counts as alive to os.kill)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def _alive(pid: int) -> bool:

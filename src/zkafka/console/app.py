@@ -1,0 +1,61 @@
+"""The Starlette application: the routes of every page family, the stylesheet, the error pages,
+and the lifespan that opens and closes the cluster clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from zkafka.console import routes_cluster, routes_groups, routes_topics, routes_zookeeper
+from zkafka.console.errors import EXPECTED_FAILURES, ConsoleError
+from zkafka.console.render import error_page, stylesheet
+from zkafka.console.settings import ConsoleSettings
+from zkafka.console.source import ClusterSource, ZkBrowser
+
+
+def build_app(settings: ConsoleSettings, zk: ZkBrowser | None = None) -> Starlette:
+    """The console for the cluster at `settings.bootstrap_servers`; `zk` is an open session on its
+    ZooKeeper (with the chroot), owned by the caller, or None."""
+    source = ClusterSource(settings, zk)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await source.start()
+        try:
+            yield
+        finally:
+            await source.close()
+
+    async def http_error(request: Request, exc: Exception) -> HTMLResponse:
+        assert isinstance(exc, HTTPException)
+        message = "no such page" if exc.status_code == 404 else str(exc.detail)
+        return error_page(request, ConsoleError(exc.status_code, f"{message}: {request.url.path}"))
+
+    async def any_error(request: Request, exc: Exception) -> HTMLResponse:
+        return error_page(request, exc)
+
+    app = Starlette(
+        routes=[
+            *routes_cluster.ROUTES,
+            *routes_topics.ROUTES,
+            *routes_groups.ROUTES,
+            *routes_zookeeper.ROUTES,
+            Route("/static/console.css", stylesheet, name="stylesheet"),
+        ],
+        # the expected failures are answered by ExceptionMiddleware; anything else still gets
+        # the error page (from ServerErrorMiddleware, which also logs it for the operator)
+        exception_handlers={
+            HTTPException: http_error,
+            **dict.fromkeys(EXPECTED_FAILURES, any_error),
+            Exception: any_error,
+        },
+        lifespan=lifespan,
+    )
+    app.state.source = source
+    return app

@@ -1,0 +1,19 @@
+"""What a console is started with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    bootstrap_servers: str
+    zookeeper_connect: str | None = None
+    """Without it the console shows what the brokers answer and nothing of ZooKeeper's own."""
+    read_only: bool = False
+    refresh_s: int = 5
+    """How often the overview reloads itself (0: never)."""
+    request_timeout_ms: int = 10_000
+    """Per Kafka request: a page waits at most about this long for a dead broker."""
+    max_records: int = 100
+    """The most records one records page shows."""
