@@ -1,6 +1,7 @@
 """`zkafka cluster up|status|down`: a local multi-broker cluster for development.
 
     zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3
+    zkafka cluster up --brokers 3 --zookeepers 3 --chroot /kafka   # a 3-member ensemble
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
     zkafka cluster status [--json]
     zkafka cluster down
@@ -40,6 +41,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=EMBEDDED,
         metavar="embedded|HOST:PORT[/chroot]",
         help="start an embedded ZooKeeper (default) or use this one",
+    )
+    up.add_argument(
+        "--zookeepers",
+        type=int,
+        choices=(1, 3, 5),
+        default=1,
+        metavar="1|3|5",
+        help="members of the embedded ZooKeeper: 1 (default) or an ensemble of 3 or 5",
+    )
+    up.add_argument(
+        "--chroot",
+        default="",
+        metavar="/PATH",
+        help="with an embedded ensemble: the brokers' chroot in zookeeper.connect (default none)",
     )
     _add_dir(up)
     up.add_argument(
@@ -86,6 +101,10 @@ def run_up(args: argparse.Namespace) -> int:
         overrides = parse_key_values(args.override, what="--override")
     except ConfigError as e:
         raise CliError(str(e)) from None
+    if args.zookeepers > 1 and args.zookeeper != EMBEDDED:
+        raise CliError("--zookeepers starts an embedded ensemble: it cannot go with --zookeeper HOST:PORT")
+    if args.chroot and (args.zookeepers == 1 or not args.chroot.startswith("/") or args.chroot == "/"):
+        raise CliError("--chroot needs --zookeepers 3|5 and a path such as /kafka")
     if args.zookeeper != EMBEDDED:
         from zkafka.zk.connect import parse_connect_string
 
@@ -121,6 +140,8 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
         cluster.up(
             args.brokers,
             zookeeper=args.zookeeper,
+            zookeepers=args.zookeepers,
+            chroot=args.chroot,
             overrides=overrides,
             timeout=args.timeout,
             progress=progress,
@@ -207,7 +228,23 @@ def _print_status(report: dict[str, Any]) -> None:
     zk = report["zookeeper"]
     alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
     kind = "embedded" if zk["embedded"] else "external"
-    out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    if zk.get("members"):
+        out.print(f"ZooKeeper {zk['connect']} (embedded ensemble): {alive}")
+        members = Table(title="ZooKeeper", title_justify="left")
+        for column in ("Id", "Address", "Pid", "Process", "Role"):
+            members.add_column(column)
+        for m in zk["members"]:
+            role = m["role"] or "not serving"
+            members.add_row(
+                str(m["id"]),
+                m["address"],
+                str(m["pid"] or "-"),
+                "[green]alive[/green]" if m["alive"] else "[red]dead[/red]",
+                role if m["role"] else f"[red]{role}[/red]",
+            )
+        print_table(out, members)
+    else:
+        out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")
@@ -258,6 +295,8 @@ def run_down(args: argparse.Namespace) -> int:
     for broker in cluster.brokers.values():
         broker.pid = 0
     cluster.zookeeper_pid = 0
+    for member in cluster.zookeepers.values():
+        member.pid = 0
     cluster.save()
     print(f"stopped cluster in {args.dir}")
     return 0
