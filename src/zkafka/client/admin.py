@@ -211,6 +211,7 @@ class AdminClient:
         bootstrap_servers: str | Sequence[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka-admin",
         request_timeout_ms: int = DEFAULT_TIMEOUT_MS,
         retry_backoff_ms: int = 100,
@@ -219,6 +220,7 @@ class AdminClient:
         self.cluster = Cluster(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
@@ -724,6 +726,7 @@ class AdminClient:
         assert isinstance(resp, AlterClientQuotasResponse)
         for r in resp.entries:
             _raise_error(r.error_code, r.error_message, "client quota entity")
+
     # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
     async def describe_user_scram_credentials(
         self, users: Sequence[str] | None = None
