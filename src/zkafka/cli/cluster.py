@@ -228,23 +228,21 @@ def _print_status(report: dict[str, Any]) -> None:
     zk = report["zookeeper"]
     alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
     kind = "embedded" if zk["embedded"] else "external"
-    if zk.get("members"):
-        out.print(f"ZooKeeper {zk['connect']} (embedded ensemble): {alive}")
-        members = Table(title="ZooKeeper", title_justify="left")
-        for column in ("Id", "Address", "Pid", "Process", "Role"):
-            members.add_column(column)
-        for m in zk["members"]:
-            role = m["role"] or "not serving"
-            members.add_row(
-                str(m["id"]),
-                m["address"],
-                str(m["pid"] or "-"),
-                "[green]alive[/green]" if m["alive"] else "[red]dead[/red]",
-                role if m["role"] else f"[red]{role}[/red]",
-            )
-        print_table(out, members)
-    else:
-        out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    ensemble = "embedded ensemble" if len(zk["members"]) > 1 and zk["embedded"] else kind
+    pid = f", pid {zk['pid']}" if zk["pid"] else ""
+    out.print(f"ZooKeeper {zk['connect']} ({ensemble}{pid}): {alive}")
+    members = Table(title="ZooKeeper", title_justify="left")
+    for column in ("Id", "Address", "Pid", "Process", "Role"):
+        members.add_column(column)
+    for m in zk["members"]:
+        members.add_row(
+            str(m["id"]),
+            m["address"],
+            str(m["pid"] or "-"),
+            "[green]alive[/green]" if m["alive"] else "[red]down[/red]",
+            m["role"] or "[red]not serving[/red]",
+        )
+    print_table(out, members)
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")

@@ -264,9 +264,46 @@ class LocalCluster:
 
     def zookeeper_roles(self) -> dict[int, str | None]:
         """member id -> its `srvr` mode (leader, follower, standalone), None when it does not serve."""
+        return {i: server_mode("127.0.0.1", z.client_port, 0.5) for i, z in self.zookeepers.items()}
+
+    def zookeeper_servers(self) -> list[dict[str, Any]]:
+        """Every ZooKeeper server this cluster uses, with its role (`srvr`): the ensemble's members,
+        or each host of the connect string (the embedded server, or an external ensemble)."""
         if self.zookeepers:
-            return {i: server_mode("127.0.0.1", z.client_port, 0.5) for i, z in self.zookeepers.items()}
-        return {}
+            roles = self.zookeeper_roles()
+            return [
+                {
+                    "id": z.server_id,
+                    "address": z.address,
+                    "pid": z.pid or None,
+                    "alive": self.zookeeper_member_alive(z.server_id),
+                    "role": roles.get(z.server_id),
+                }
+                for z in sorted(self.zookeepers.values(), key=lambda z: z.server_id)
+            ]
+        from zkafka.zk.connect import parse_connect_string
+
+        try:
+            hosts = parse_connect_string(self.zookeeper_connect).host_ports
+        except ValueError:
+            return []
+        out = []
+        for i, (host, port) in enumerate(hosts, 1):
+            role = server_mode(host, port, 0.5)
+            embedded = self.zookeeper_embedded and len(hosts) == 1
+            out.append(
+                {
+                    "id": i,
+                    "address": f"{host}:{port}",
+                    "pid": (self.zookeeper_pid or None) if embedded else None,
+                    # an external server may allow neither `srvr` nor `ruok` (3.5+ allows only srvr)
+                    "alive": _alive(self.zookeeper_pid)
+                    if embedded
+                    else role is not None or four_letter_word(host, port, "ruok", 0.5) == "imok",
+                    "role": role,
+                }
+            )
+        return out
 
     def zookeeper_leader(self) -> int | None:
         return next((i for i, mode in self.zookeeper_roles().items() if mode == "leader"), None)
@@ -553,7 +590,6 @@ class LocalCluster:
     def process_status(self) -> dict[str, Any]:
         """The recorded processes and whether each is alive, and each ZooKeeper member's role
         (`srvr`; no ZooKeeper session)."""
-        roles = self.zookeeper_roles()
         return {
             "directory": str(self.directory),
             "bootstrap_servers": self.bootstrap_servers,
@@ -562,16 +598,7 @@ class LocalCluster:
                 "embedded": self.zookeeper_embedded,
                 "pid": self.zookeeper_pid or None,
                 "alive": self.zookeeper_alive(),
-                "members": [
-                    {
-                        "id": z.server_id,
-                        "address": z.address,
-                        "pid": z.pid or None,
-                        "alive": self.zookeeper_member_alive(z.server_id),
-                        "role": roles.get(z.server_id),
-                    }
-                    for z in sorted(self.zookeepers.values(), key=lambda z: z.server_id)
-                ],
+                "members": self.zookeeper_servers(),
             },
             "brokers": [
                 {
