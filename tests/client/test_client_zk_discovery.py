@@ -97,6 +97,12 @@ def test_a_broker_that_joins_later_is_used_without_restarting_the_client(cluster
             meta = await producer.send_and_wait(later, b"after")
             assert producer.cluster.metadata.leader(TopicPartition(later, 0)) == 2
             assert meta.offset == 0
+
+            # and a broker that leaves is dropped from the list as soon as its registration goes
+            await asyncio.to_thread(cluster.stop_broker, 2, 30)
+            await _wait(lambda: 2 not in producer.cluster.discovered_brokers, 30, "broker 2 to be dropped")
+            await asyncio.to_thread(cluster.start_broker, 2)
+            await asyncio.to_thread(cluster.wait_ready, 60)
         async with Consumer(zookeeper_connect=connect) as consumer:
             assert await _read(consumer, later, 1) == [b"after"]
 
