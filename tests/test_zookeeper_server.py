@@ -13,9 +13,18 @@ def test_fixture_server_answers(zookeeper_server: ZooKeeperServer) -> None:
 def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", "--port", str(port),
-         "--data-dir", str(tmp_path / "zk")],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "zkafka.cli.main",
+            "zookeeper-start",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "zk"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -66,6 +75,9 @@ def test_cli_zookeeper_start_runs_a_users_zoo_cfg(tmp_path) -> None:
 def test_cli_zookeeper_start_refuses_a_missing_config(tmp_path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", str(tmp_path / "nope.cfg")],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert result.returncode != 0 and "nope.cfg" in result.stderr
