@@ -421,7 +421,7 @@ class LocalCluster:
         other broker's controlled shutdown; SIGKILL a broker still running after `timeout`. Then
         stop the embedded ZooKeeper the same way."""
         live = [b for b in self.brokers if self.broker_alive(b)]
-        controller = self._controller_id() if len(live) > 1 else None
+        controller = self.controller_id() if len(live) > 1 else None
         for broker_id in sorted(live, key=lambda b: (b == controller, b)):
             self.stop_broker(broker_id, timeout)
         if self.zookeeper_embedded and self.zookeeper_pid and _alive(self.zookeeper_pid):
@@ -440,7 +440,7 @@ class LocalCluster:
         for server_id in self.zookeepers:
             self.stop_zookeeper_member(server_id)
 
-    def _controller_id(self) -> int | None:
+    def controller_id(self) -> int | None:
         """The active controller, or None if ZooKeeper does not answer quickly (then any order)."""
         from zkafka.zk.client import KafkaZkClient
 
