@@ -62,6 +62,7 @@ def test_scrape_with_an_independent_client_and_parser() -> None:
         TopicMetrics(registry).produced("t", 3, 300)
         server, port = await serving(registry.render)
         try:
+
             def get() -> tuple[str, str]:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics?x=1", timeout=5) as response:
                     return response.headers["Content-Type"], response.read().decode()
@@ -149,7 +150,9 @@ def test_listener_addresses(text: str, expected: tuple[str, int]) -> None:
     assert parse_metrics_listener(text) == expected
 
 
-@pytest.mark.parametrize("text", ["127.0.0.1:9404", "https://h:1", "http://h", "http://h:99999", "http://h:1/x"])
+@pytest.mark.parametrize(
+    "text", ["127.0.0.1:9404", "https://h:1", "http://h", "http://h:99999", "http://h:1/x"]
+)
 def test_bad_listener_addresses(text: str) -> None:
     with pytest.raises(ValueError):
         parse_metrics_listener(text)
@@ -172,8 +175,39 @@ def test_stop_ends_connections_in_progress_quietly(caplog: pytest.LogCaptureFixt
 
 
 def test_the_broker_config_key() -> None:
-    config = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "metrics.listener": "http://:9404"})
+    config = BrokerConfig.from_properties(
+        {"zookeeper.connect": "zk:2181", "metrics.listener": "http://:9404"}
+    )
     assert config.metrics_listener == "http://:9404"
     assert BrokerConfig.from_properties({"zookeeper.connect": "zk:2181"}).metrics_listener is None
     with pytest.raises(ConfigError, match=r"metrics\.listener"):
         BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "metrics.listener": "9404"})
+
+
+def test_a_refresh_runs_before_each_scrape_and_a_failing_or_slow_one_does_not_fail_it() -> None:
+    async def main() -> None:
+        registry = Registry()
+        counter = registry.counter("kafka_server_replicamanager_isrshrinks_total")
+        behaviour = ["bump"]
+
+        async def refresh() -> None:
+            if behaviour[0] == "fail":
+                raise ConnectionError("ZooKeeper away")
+            if behaviour[0] == "hang":
+                await asyncio.sleep(60)
+            counter.inc()
+
+        server = MetricsServer(registry.render, "127.0.0.1", 0, refresh=refresh, refresh_timeout_s=0.5)
+        port = await server.start()
+        try:
+            request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+            answer = await exchange(port, request)
+            assert status(answer) == 200 and b"isrshrinks_total 1" in answer
+            for what in ("fail", "hang"):
+                behaviour[0] = what
+                answer = await exchange(port, request)
+                assert status(answer) == 200 and b"isrshrinks_total 1" in answer
+        finally:
+            await server.stop()
+
+    run(main())

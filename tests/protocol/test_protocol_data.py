@@ -39,9 +39,11 @@ def test_the_data_schemas_are_kafkas() -> None:
         "GroupMetadataValue": "0-4",
         "ConsumerProtocolSubscription": "0-3",
         "ConsumerProtocolAssignment": "0-3",
+        "TransactionLogKey": "0",
+        "TransactionLogValue": "0-1",
     }
     flexible = {name: spec.flexible.low for name, spec in DATA_SPECS.items() if not spec.flexible.empty}
-    assert flexible == {"OffsetCommitValue": 4, "GroupMetadataValue": 4}
+    assert flexible == {"OffsetCommitValue": 4, "GroupMetadataValue": 4, "TransactionLogValue": 1}
     assert set(DATA_CLASSES) == set(DATA_SPECS)
     assert all(DATA_CLASSES[n].KIND == "data" and n == DATA_CLASSES[n].API_NAME for n in DATA_CLASSES)
 

@@ -19,6 +19,7 @@ import logging
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from zkafka.client.admin import QuotaFilter
 from zkafka.client.connection import BrokerConnection
@@ -155,6 +157,16 @@ def test_producer_held_to_its_byte_rate(cluster: LocalCluster, kazoo: KazooClien
     )
     assert 0.5 * MB <= measured <= 1.6 * MB
     assert throttles.events and max(throttles.events) > 0
+    # the broker's own account of it, on /metrics (read with an independent parser)
+    [broker] = cluster.brokers.values()
+    with urllib.request.urlopen(broker.metrics, timeout=10) as answer:
+        families = {f.name: f for f in text_string_to_metric_families(answer.read().decode())}
+    throttled = {
+        s.labels["quota"]: s.value
+        for s in families["kafka_server_clientquota_throttletimems"].samples
+        if s.labels.get("client_id") == client_id and s.name.endswith("_total")
+    }
+    assert throttled.get("produce", 0) > 0, throttled
 
 
 def test_consumer_held_to_its_byte_rate(cluster: LocalCluster) -> None:
@@ -198,6 +210,16 @@ def test_consumer_held_to_its_byte_rate(cluster: LocalCluster) -> None:
     )
     assert 0.5 * MB <= measured <= 1.6 * MB
     assert throttles.events and max(throttles.events) > 0
+    # the broker's own account of it, on /metrics (read with an independent parser)
+    [broker] = cluster.brokers.values()
+    with urllib.request.urlopen(broker.metrics, timeout=10) as answer:
+        families = {f.name: f for f in text_string_to_metric_families(answer.read().decode())}
+    throttled = {
+        s.labels["quota"]: s.value
+        for s in families["kafka_server_clientquota_throttletimems"].samples
+        if s.labels.get("client_id") == client_id and s.name.endswith("_total")
+    }
+    assert throttled.get("produce", 0) > 0, throttled
 
 
 def test_a_quota_change_applies_without_restart(cluster: LocalCluster) -> None:

@@ -371,3 +371,34 @@ def test_authorized_operations_are_the_principals(secured: SecureCluster) -> Non
     whole = super_user.describe_cluster(include_authorized_operations=True).result(30)
     assert AclOperation.ALTER in set(whole.authorized_operations)
     assert len(set(whole.authorized_operations)) == 7
+
+
+def test_transactions_need_the_transactional_id_acl(secured: SecureCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{secured.plaintext}"})
+    for f in admin.create_topics([NewTopic("txn-orders", 1, 1)]).values():
+        f.result(30)
+
+    def transact() -> None:
+        p = ck.Producer(alice(secured, **{"transactional.id": "tx-alice"}))
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce("txn-orders", b"paid")
+        p.commit_transaction(30)
+
+    with pytest.raises(ck.KafkaException) as refused:
+        transact()
+    assert refused.value.args[0].code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    acls(
+        secured, "--add", "--allow-principal", "User:alice", "--producer", "--topic", "txn-orders",
+        "--transactional-id", "tx-alice",
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:  # until the change notification reaches the broker's ACL cache
+        try:
+            transact()
+            break
+        except ck.KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

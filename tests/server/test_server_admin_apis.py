@@ -486,8 +486,8 @@ def test_find_coordinator_for_a_transactional_id_answers_at_once(cluster: LocalC
         start = time.monotonic()
         answer = asyncio.run(ask(version))
         assert time.monotonic() - start < 5
-        assert answer.error_code == 15  # COORDINATOR_NOT_AVAILABLE: no transaction coordinator yet
-        assert answer.node_id == -1
+        # COORDINATOR_NOT_AVAILABLE while `__transaction_state` is being created, then the leader
+        assert (answer.error_code, answer.node_id) in ((15, -1), (0, 1))
 
 
 def test_topic_defaults_name_their_dynamic_broker_source(

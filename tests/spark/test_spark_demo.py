@@ -57,3 +57,5 @@ def test_demo_output_reads_well_in_a_log(tmp_path: Path) -> None:
     assert len(tree) < 80, "\n".join(tree)
     assert "every acknowledged record was read back" in out
     assert "OK   every window of the streaming job matches the produced events" in out
+    doctor = lines[lines.index(next(ln for ln in lines if "9. zkafka doctor" in ln)) + 1 :]
+    assert doctor and doctor[0].startswith("healthy: 1 broker(s)"), "\n".join(doctor[:20])

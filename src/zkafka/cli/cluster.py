@@ -126,6 +126,9 @@ def run_up(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
+    metrics = [b.metrics for _, b in sorted(cluster.brokers.items()) if b.metrics]
+    if metrics:
+        print(f"metrics: {' '.join(metrics)}")
     return 0
 
 
@@ -246,13 +249,14 @@ def _print_status(report: dict[str, Any]) -> None:
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")
-    for column in ("Id", "Endpoint", "Pid", "Process", "Registered", "Role"):
+    for column in ("Id", "Endpoint", "Metrics", "Pid", "Process", "Registered", "Role"):
         brokers.add_column(column)
     for b in report["brokers"]:
         reg = registered.get(b["id"]) if registered else None
         brokers.add_row(
             str(b["id"]),
             b["endpoint"],
+            b.get("metrics") or "-",
             str(b["pid"] or "-"),
             "[green]alive[/green]" if b["alive"] else "[red]dead[/red]",
             "yes" if reg else "[red]no[/red]",

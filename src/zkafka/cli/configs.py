@@ -129,9 +129,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     quota_entity = _split_entities(args)
     if quota_entity is not None:
-        if args.describe and args.entity_name and args.zookeeper is not None and quota_entity[1] is None:
-            with open_zookeeper(args.zookeeper) as zk:
-                _describe_user(zk, args)  # a user's SCRAM mechanisms, then its quotas if it has any
+        if args.describe and args.entity_name and quota_entity[1] is None:
+            # A user's SCRAM mechanisms first, then its quotas if it has any (as kafka-configs).
+            if args.zookeeper is not None:
+                with open_zookeeper(args.zookeeper) as zk:
+                    _describe_user(zk, args)
+            else:
+                security = client_security(args.command_config)
+                with client_errors(), SyncAdminClient(args.bootstrap_server, security=security) as admin:
+                    _describe_users_via_broker(admin, args)
             args.skip_empty = True
         if args.alter:
             return run_quotas(args, quota_entity, *_changes(args))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from zkafka.cli.errors import CliError
-from zkafka.cli.target import open_zookeeper
+from zkafka.cli.target import client_security, open_zookeeper
 from zkafka.cli.topics import client_errors
 from zkafka.client.admin import QuotaFilter
 from zkafka.client.sync import SyncAdminClient
@@ -47,7 +47,8 @@ def run_quotas(args: argparse.Namespace, entity: EntityKey, added: dict[str, str
             except QuotaAlterError as e:
                 raise CliError(str(e)) from None
     else:
-        with client_errors(), SyncAdminClient(args.bootstrap_server) as admin:
+        security = client_security(args.command_config)
+        with client_errors(), SyncAdminClient(args.bootstrap_server, security=security) as admin:
             if args.alter:
                 admin.alter_client_quotas(
                     entity, {**{k: float(v) for k, v in _checked(added).items()}, **dict.fromkeys(removed)}

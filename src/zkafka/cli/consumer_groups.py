@@ -553,14 +553,7 @@ def _zookeeper(args: argparse.Namespace, action: str, out: IO[str]) -> int:
 
 
 def _zk_offsets(zk: KafkaZkClient, group: str) -> dict[TopicPartition, int]:
-    out = {}
-    for topic in zk.get_children(ConsumerGroupZNodes.offsets_path(group)) or []:
-        for p in zk.get_children(ConsumerGroupZNodes.offsets_path(group, topic)) or []:
-            if p.isdigit():
-                offset = zk.get_consumer_offset(group, ZkTopicPartition(topic, int(p)))
-                if offset is not None:
-                    out[TopicPartition(topic, int(p))] = offset
-    return out
+    return {TopicPartition(tp.topic, tp.partition): o for tp, o in zk.get_consumer_offsets(group).items()}
 
 
 def _zk_owners(zk: KafkaZkClient, group: str) -> dict[TopicPartition, str]:

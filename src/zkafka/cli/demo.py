@@ -3,10 +3,13 @@
 An embedded ZooKeeper and a 3-broker cluster are started as real processes; a replicated topic
 is created through the CLI; records are produced and consumed with zkafka's client and the
 console tools; then the evidence is printed: per-partition counts, one partition's log
-directory as Kafka lays it out, the ZooKeeper tree in Kafka's layout (a znode with many children,
-such as `__consumer_offsets`' 50 partitions, summarised on one line), and `cluster status`.
-Everything started is stopped at the end, also on errors and Ctrl-C. The output follows the CLI's
-console policy (`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
+directory as Kafka lays it out, both kinds of consumer group with live figures from every broker's
+/metrics (under-replicated partitions, bytes and records in, the groups' lag as the brokers report
+it), the ZooKeeper tree in Kafka's layout (a znode with many children, such as
+`__consumer_offsets`' 50 partitions, summarised on one line), `cluster status`, the clickstream
+pipeline on Spark, and `zkafka doctor`'s check of the whole cluster. Everything started is stopped
+at the end, also on errors and Ctrl-C. The output follows the CLI's console policy
+(`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from zkafka.cli.output import heading, print_table
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from zkafka.local.launcher import LocalCluster
+
 TOPIC = "demo-events"
 PARTITIONS = 6
 RECORDS = 30_000
@@ -47,7 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _zkafka(*args: str, stdin: str | None = None, capture: bool = True) -> str:
+def _zkafka(
+    *args: str, stdin: str | None = None, capture: bool = True, ok: tuple[int, ...] = (0,)
+) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "zkafka.cli.main", *args],
         input=stdin,
@@ -56,7 +63,7 @@ def _zkafka(*args: str, stdin: str | None = None, capture: bool = True) -> str:
         timeout=300,
         check=False,
     )
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise CliError(f"`zkafka {' '.join(args)}` failed: {(proc.stderr or '').strip()[-500:]}")
     return proc.stdout or ""
 
@@ -244,6 +251,8 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         ).rstrip()
     )
 
+    _live_metrics(console, cluster)
+
     heading(console, "6. the cluster's metadata in ZooKeeper (Kafka's znode layout)")
     tree = ("zk", "tree", "/", "--zookeeper", cluster.zookeeper_connect, "--max-children", str(TREE_CHILDREN))
     console.out(_zkafka(*tree).rstrip())
@@ -254,3 +263,71 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     from zkafka.cli.pipeline import demo_step
 
     demo_step(console, bootstrap, step="8")
+
+    heading(console, "9. zkafka doctor: the whole cluster checked from ZooKeeper")
+    # Exit 1/2 (warnings, critical findings) is the doctor's answer, not a failure of the demo.
+    doctor = ("doctor", "--zookeeper", cluster.zookeeper_connect)
+    console.out(_zkafka(*doctor, ok=(0, 1, 2)).rstrip())
+
+
+def _live_metrics(console: Console, cluster: LocalCluster) -> None:
+    """A few live figures from every broker's /metrics: replication health, what came in, and the
+    demo groups' lag as the brokers themselves report it (no exporter)."""
+    from zkafka.metrics.scrape import scrape
+
+    per_broker = {}
+    for bid, broker in sorted(cluster.brokers.items()):
+        if broker.metrics:
+            try:
+                per_broker[bid] = scrape(broker.metrics)
+            except OSError as e:
+                console.print(f"broker {bid}: /metrics unreadable ({e})")
+    if not per_broker:
+        return
+
+    def one(samples: list, name: str, **labels: str) -> float:
+        return sum(s.value for s in samples if s.name == name and labels.items() <= s.labels.items())
+
+    brokers = Table(title="live from each broker's /metrics (URLs in `cluster status`)")
+    for col in (
+        "broker",
+        "controller",
+        "under-replicated",
+        "leaders",
+        f"{TOPIC} MB in",
+        f"{TOPIC} records in",
+        "MB out to consumers",
+    ):
+        brokers.add_column(col, justify="right")
+    for bid, samples in per_broker.items():
+        brokers.add_row(
+            str(bid),
+            "yes" if one(samples, "kafka_controller_kafkacontroller_activecontrollercount") else "",
+            f"{one(samples, 'kafka_server_replicamanager_underreplicatedpartitions'):.0f}",
+            f"{one(samples, 'kafka_server_replicamanager_leadercount'):.0f}",
+            f"{one(samples, 'kafka_server_brokertopicmetrics_bytesin_total', topic=TOPIC) / 1e6:.2f}",
+            f"{one(samples, 'kafka_server_brokertopicmetrics_messagesin_total', topic=TOPIC):,.0f}",
+            f"{one(samples, 'kafka_server_brokertopicmetrics_bytesout_total') / 1e6:.2f}",
+        )
+    print_table(console, brokers)
+    lag = Table(title="consumer lag, as the brokers report it (kafka_consumergroup_*)")
+    for col in ("group", "reported by broker", "lag (records)", "oldest unconsumed (s)"):
+        lag.add_column(col, justify="right")
+    for group in ("demo-group", "demo-zk-group"):
+        for bid, samples in per_broker.items():
+            rows = [
+                s
+                for s in samples
+                if s.name == "kafka_consumergroup_lag" and s.labels.get("consumergroup") == group
+            ]
+            if not rows:
+                continue
+            ages = [
+                s.value
+                for s in samples
+                if s.name == "kafka_consumergroup_lag_seconds" and s.labels.get("consumergroup") == group
+            ]
+            lag.add_row(
+                group, str(bid), f"{sum(s.value for s in rows):,.0f}", f"{max(ages):.1f}" if ages else "-"
+            )
+    print_table(console, lag)

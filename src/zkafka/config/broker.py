@@ -460,6 +460,12 @@ class BrokerConfig:
                                                     "segment size of __transaction_state", at_least(1))
     transaction_max_timeout_ms: int = _key("transaction.max.timeout.ms", INT, 900000,
                                            "largest transaction timeout a producer may ask for", at_least(1))
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _key(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
+        "how often the coordinator aborts transactions open longer than their timeout", at_least(1))
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _key(
+        "transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000,
+        "how often the coordinator removes transactional ids idle past their expiration", at_least(1))
     transactional_id_expiration_ms: int = _key("transactional.id.expiration.ms", INT, 604800000,
                                                "idle time after which a transactional id is forgotten",
                                                at_least(1))

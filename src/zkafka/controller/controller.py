@@ -163,6 +163,27 @@ class Controller:
         """The controller last seen in /controller by this broker's controller (-1: none known)."""
         return self._active_controller_id
 
+    def metrics_counts(self) -> tuple[int, int, int, int] | None:
+        """(offline partitions, preferred-replica imbalance, partitions, topics) while active, else
+        None: Kafka's KafkaController gauges, which only the active controller knows."""
+        if not self.is_active:
+            return None
+        ctx = self._core.context
+        offline = len(ctx.partitions_with_offline_leader())
+        imbalance = partitions = 0
+        for tp, assignment in ctx.iter_topic_partitions():
+            if ctx.is_topic_queued_up_for_deletion(tp.topic):
+                continue
+            partitions += 1
+            leader = ctx.leader(tp)
+            if assignment.replicas and leader is not None and leader != assignment.replicas[0]:
+                imbalance += 1
+        return offline, imbalance, partitions, len(ctx.all_topics)
+
+    def set_election_observer(self, observer: Callable[[float, bool], None] | None) -> None:
+        """`observer(elapsed_ms, unclean)` for every leader this controller elects (metrics)."""
+        self._core.election_observer = observer
+
     async def start(self) -> None:
         """Watch /controller and try to become controller. Call after the broker registered itself."""
         if self._task is not None:

@@ -120,6 +120,8 @@ class ControllerCore:
         timings: ControllerTimings,
         security: ClientSecurity | None = None,
     ) -> None:
+        self.election_observer: Callable[[float, bool], None] | None = None
+        """Told (elapsed ms, unclean) of every leader elected (the broker's metrics)."""
         self.broker_id = broker_id
         self.config = config
         self.zk = zk

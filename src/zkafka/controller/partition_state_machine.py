@@ -21,6 +21,7 @@ is flushed when a call completes.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 from kazoo.exceptions import NodeExistsError
@@ -218,6 +219,7 @@ class PartitionStateMachine:
     ) -> tuple[ElectionOutcome, list[TopicPartition]]:
         """One round: (finished partitions, partitions to retry after a BADVERSION)."""
         core, ctx = self.core, self.core.context
+        began = time.perf_counter()
         results: ElectionOutcome = {}
         current = await core.call(core.zk.get_partition_states, partitions)
         valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
@@ -237,6 +239,7 @@ class PartitionStateMachine:
         decisions = await self._decide(valid, strategy)
         to_write = {}
         recipients = {}
+        unclean: set[TopicPartition] = set()
         for decision in decisions:
             if decision.leader_and_isr is None:
                 results[decision.partition] = StateChangeFailedError(
@@ -246,6 +249,7 @@ class PartitionStateMachine:
                 to_write[decision.partition] = decision.leader_and_isr
                 recipients[decision.partition] = decision.recipients
                 if decision.unclean:
+                    unclean.add(decision.partition)
                     state_change_log.warning(
                         "unclean leader election for %s: %d leads from outside the ISR",
                         decision.partition,
@@ -261,6 +265,11 @@ class PartitionStateMachine:
                 recipients[tp], tp, state, ctx.partition_full_replica_assignment(tp), is_new=False
             )
             results[tp] = state.leader_and_isr
+        observer = core.election_observer
+        if observer is not None:
+            elapsed_ms = (time.perf_counter() - began) * 1000
+            for tp in written.successful:
+                observer(elapsed_ms, tp in unclean)
         results.update(written.failed)
         return results, list(written.bad_version)
 

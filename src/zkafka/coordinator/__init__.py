@@ -9,7 +9,9 @@ Modules, from the wire inward:
 * `coordinator` -- offsets, list/describe/delete, partition ownership (+ `membership`: join,
   sync, heartbeat, leave, rebalance timers);
 * `group` -- one group's state; `expiry` -- offset retention;
-* `store` -- appends through the partition leader (acks=all) and replay on load;
+* `txn_offsets` -- offsets committed inside a transaction, pending until its marker;
+* `store` -- appends through the partition leader (acks=all; also the transaction coordinator's)
+  and replay on load;
 * `config` -- the coordinator's broker settings.
 Kafka's byte formats and group hashing (pure, shared with clients and tools) are
 `zkafka.protocol.groups`.

@@ -24,7 +24,7 @@ from typing import Any
 
 from zkafka.coordinator.config import GroupConfig
 from zkafka.coordinator.expiry import expired_offsets, tombstones
-from zkafka.coordinator.group import Group, GroupState, OffsetAndMetadata
+from zkafka.coordinator.group import CommitRequest, Group, GroupState, OffsetAndMetadata
 from zkafka.coordinator.membership import GroupMembership, JoinResult, SyncResult
 from zkafka.coordinator.store import (
     KeyValue,
@@ -34,6 +34,7 @@ from zkafka.coordinator.store import (
     offset_append_error,
     read_partition,
 )
+from zkafka.coordinator.txn_offsets import TransactionalOffsets
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.groups.formats import (
     GroupKey,
@@ -75,19 +76,10 @@ class GroupSummary:
     members: tuple[MemberSummary, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class CommitRequest:
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = ""
-    commit_timestamp: int = -1
-    """OffsetCommit v1's per-partition timestamp; -1 (every later version) means the broker's now."""
-
-
 # -- the coordinator -------------------------------------------------------------------------------------
 
 
-class GroupCoordinator(GroupMembership):
+class GroupCoordinator(GroupMembership, TransactionalOffsets):
     def __init__(
         self,
         broker_id: int,
@@ -186,6 +178,7 @@ class GroupCoordinator(GroupMembership):
         names = {g for g, v in loaded.groups.items() if v is not None} | {
             g for g, offs in loaded.offsets.items() if offs
         }
+        names |= {g for txn in loaded.pending_txn.values() for g in txn}
         for name in names:
             value = loaded.groups.get(name)
             # offsets without a group record: an Empty group at generation 0
@@ -199,6 +192,14 @@ class GroupCoordinator(GroupMembership):
                     ov.expire_timestamp,
                     record_offset,
                 )
+            for pid, txn in loaded.pending_txn.items():
+                if name in txn:
+                    group.pending_txn_offsets[pid] = {
+                        tp: OffsetAndMetadata(
+                            ov.offset, ov.leader_epoch, ov.metadata, ov.commit_timestamp, None, off
+                        )
+                        for tp, (ov, off) in txn[name].items()
+                    }
             old = self.groups.get(name)
             if old is not None:
                 self._unload_group(old)
@@ -254,13 +255,9 @@ class GroupCoordinator(GroupMembership):
         results: dict[TopicPartition, ErrorCode] = {}
         valid: dict[TopicPartition, CommitRequest] = {}
         for tp, req in offsets.items():
-            if not self._topic_exists(tp):
-                results[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
-            elif (
-                req.metadata is not None
-                and len(req.metadata.encode()) > self.config.offset_metadata_max_bytes
-            ):
-                results[tp] = E.OFFSET_METADATA_TOO_LARGE
+            error = self.validate_offset(tp, req)
+            if error != E.NONE:
+                results[tp] = error
             else:
                 valid[tp] = req
         group = self.groups.get(group_id)
@@ -280,16 +277,32 @@ class GroupCoordinator(GroupMembership):
             results.update(await self._store_offsets(group, valid, retention_ms))
         return results
 
+    def validate_offset(self, tp: TopicPartition, req: CommitRequest) -> ErrorCode:
+        """The per-partition checks of OffsetCommit and TxnOffsetCommit."""
+        if not self._topic_exists(tp):
+            return E.UNKNOWN_TOPIC_OR_PARTITION
+        if req.metadata is not None and len(req.metadata.encode()) > self.config.offset_metadata_max_bytes:
+            return E.OFFSET_METADATA_TOO_LARGE
+        return E.NONE
+
+    def validate_member_commit(
+        self, group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode:
+        """A commit that names a member: it must be one, of the current generation."""
+        if group.is_(GroupState.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        error = self._fenced_or_unknown(group, member_id, instance_id)
+        if error != E.NONE:
+            return error
+        return E.ILLEGAL_GENERATION if generation != group.generation else E.NONE
+
     def _validate_commit(
         self, group: Group, member_id: str, instance_id: str | None, generation: int
     ) -> ErrorCode:
         if group.is_(GroupState.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
         if generation >= 0 or member_id or instance_id is not None:
-            error = self._fenced_or_unknown(group, member_id, instance_id)
-            if error != E.NONE:
-                return error
-            return E.ILLEGAL_GENERATION if generation != group.generation else E.NONE
+            return self.validate_member_commit(group, member_id, instance_id, generation)
         if not group.is_(GroupState.EMPTY):
             return E.UNKNOWN_MEMBER_ID  # only members commit to a group that has members
         return E.NONE

@@ -95,6 +95,15 @@ class Member:
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
 
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+    commit_timestamp: int = -1
+    """OffsetCommit v1's per-partition timestamp; -1 (every later version) means the broker's now."""
+
+
 @dataclass(eq=False)
 class Group:
     group_id: str
@@ -112,6 +121,9 @@ class Group:
     """group.instance.id -> member id."""
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     pending_commits: Counter[TopicPartition] = field(default_factory=Counter)
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    """producer id -> offsets committed in its open transaction (TxnOffsetCommit), applied when
+    the COMMIT marker reaches the group's partition."""
     current_state_timestamp: int = -1
     new_member_added: bool = False
     join_timer: asyncio.TimerHandle | None = None

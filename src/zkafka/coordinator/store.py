@@ -1,4 +1,5 @@
-"""Reading and writing the `__consumer_offsets` partitions this broker leads.
+"""Reading and writing the `__consumer_offsets` partitions this broker leads (the append path,
+`CoordinatorLogStore`, also serves the transaction coordinator's `__transaction_state`).
 
 Writes go through the broker's one leader append, the same as Produce's, seen here only as the
 narrow `PartitionLeaders` interface (the broker's replica manager implements it): offsets get
@@ -17,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.groups.formats import (
@@ -39,6 +40,7 @@ from zkafka.records import (
     iter_records,
     validate_batches,
 )
+from zkafka.records.record import end_txn_marker
 from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.naming import TopicPartition
 from zkafka.zk.topic_names import GROUP_METADATA_TOPIC
@@ -61,6 +63,10 @@ class LoadedPartition:
 
     groups: dict[str, GroupValue | None] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, tuple[OffsetValue, int]]] = field(default_factory=dict)
+    pending_txn: dict[int, dict[str, dict[TopicPartition, tuple[OffsetValue, int]]]] = field(
+        default_factory=dict
+    )
+    """producer id -> group -> offsets committed in a transaction that has no marker yet."""
     records: int = 0
     end_offset: int = 0
 
@@ -94,10 +100,14 @@ class PartitionLeaders(Protocol):
         ...
 
 
-class OffsetsTopicStore:
+class CoordinatorLogStore:
+    """Appends to the partitions of one coordinator topic (`__consumer_offsets`,
+    `__transaction_state`) this broker leads: one batch per call, acks as configured."""
+
     def __init__(
         self,
         replicas: PartitionLeaders,
+        topic: str,
         *,
         compression: int = 0,
         commit_timeout_ms: int = 5000,
@@ -105,18 +115,28 @@ class OffsetsTopicStore:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.replicas = replicas
+        self.topic = topic
         self.compression = compression
         self.commit_timeout_ms = commit_timeout_ms
         self.required_acks = required_acks
         self._clock = clock
 
     def leader(self, partition: int) -> Log | None:
-        """The log of `__consumer_offsets-<partition>` while this broker leads it."""
-        return self.replicas.leader_log(offsets_tp(partition))
+        """The log of `<topic>-<partition>` while this broker leads it."""
+        return self.replicas.leader_log(TopicPartition(self.topic, partition))
 
-    async def append(self, partition: int, records: Sequence[KeyValue], *, wait: bool = True) -> AppendResult:
-        """Append one batch; with `wait` (and acks=-1) return once it is replicated to the ISR."""
-        tp = offsets_tp(partition)
+    async def append(
+        self,
+        partition: int,
+        records: Sequence[KeyValue],
+        *,
+        wait: bool = True,
+        producer: tuple[int, int] | None = None,
+    ) -> AppendResult:
+        """Append one batch; with `wait` (and acks=-1) return once it is replicated to the ISR.
+        With `producer` (id, epoch) the batch is transactional (TxnOffsetCommit): it counts only
+        once the transaction's COMMIT marker follows it."""
+        tp = TopicPartition(self.topic, partition)
         if self.leader(partition) is None:  # moved away: the coordinator answers NOT_COORDINATOR
             return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         now = int(self._clock() * 1000)
@@ -126,6 +146,7 @@ class OffsetsTopicStore:
                     [Record(i, now, k, v) for i, (k, v) in enumerate(records)],
                     base_offset=0,
                     compression=self.compression,
+                    **_transactional(producer),
                 )
             )
             headers = validate_batches(batch)
@@ -141,6 +162,37 @@ class OffsetsTopicStore:
         return AppendResult(outcome[tp], info.first_offset)
 
 
+def _transactional(producer: tuple[int, int] | None) -> dict[str, Any]:
+    if producer is None:
+        return {}
+    return {
+        "producer_id": producer[0],
+        "producer_epoch": producer[1],
+        "base_sequence": 0,
+        "is_transactional": True,
+    }
+
+
+class OffsetsTopicStore(CoordinatorLogStore):
+    def __init__(
+        self,
+        replicas: PartitionLeaders,
+        *,
+        compression: int = 0,
+        commit_timeout_ms: int = 5000,
+        required_acks: int = -1,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(
+            replicas,
+            GROUP_METADATA_TOPIC,
+            compression=compression,
+            commit_timeout_ms=commit_timeout_ms,
+            required_acks=required_acks,
+            clock=clock,
+        )
+
+
 def read_partition(log_: Log) -> LoadedPartition:
     """Replay a whole `__consumer_offsets` partition (blocking: run it in an executor).
 
@@ -148,16 +200,23 @@ def read_partition(log_: Log) -> LoadedPartition:
     not take every group of the partition offline."""
     out = LoadedPartition()
     for header, data in log_.iter_batches():
-        if header.is_control or header.is_transactional:
-            continue  # zkafka never writes transactional offset commits
         out.end_offset = header.next_offset
+        if header.is_control:
+            _end_txn(out, header, data)
+            continue
+        pending = out.pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
         for rec in iter_records(data):
             out.records += 1
             try:
                 key = decode_key(rec.key)
                 if isinstance(key, OffsetKey):
-                    offsets = out.offsets.setdefault(key.group, {})
                     tp = TopicPartition(key.topic, key.partition)
+                    if pending is not None:  # TxnOffsetCommit: counts once its transaction commits
+                        if rec.value is not None:
+                            value = decode_offset_value(rec.value)
+                            pending.setdefault(key.group, {})[tp] = (value, rec.offset)
+                        continue
+                    offsets = out.offsets.setdefault(key.group, {})
                     if rec.value is None:
                         offsets.pop(tp, None)
                     else:
@@ -169,6 +228,24 @@ def read_partition(log_: Log) -> LoadedPartition:
                     "%s offset %d: skipping undecodable record: %s", log_.dir_path.name, rec.offset, e
                 )
     return out
+
+
+def _end_txn(out: LoadedPartition, header: BatchHeader, data: bytes) -> None:
+    """A marker: a committed transaction's offsets become the group's, an aborted one's go."""
+    try:
+        marker = end_txn_marker(data, header._replace(position=0))
+    except (CorruptRecordError, ValueError, IndexError) as e:
+        log.warning("skipping undecodable marker at offset %d: %s", header.base_offset, e)
+        return
+    txn = out.pending_txn.pop(header.producer_id, {})
+    if marker is None or not marker[0]:
+        return
+    for group, offsets in txn.items():
+        mine = out.offsets.setdefault(group, {})
+        for tp, (value, record_offset) in offsets.items():
+            current = mine.get(tp)
+            if current is None or current[1] < record_offset:
+                mine[tp] = (value, record_offset)
 
 
 def group_append_error(code: ErrorCode) -> ErrorCode:

@@ -41,6 +41,7 @@ from zkafka.local.zookeeper import (
     free_port,
     server_mode,
 )
+from zkafka.metrics.address import parse_metrics_listener
 
 STATE_FILE = "cluster.json"
 EMBEDDED = "embedded"
@@ -59,6 +60,8 @@ class BrokerProcess:
     port: int
     directory: str
     pid: int = 0
+    metrics: str = ""
+    """Where the broker serves Prometheus metrics (`http://127.0.0.1:<port>/metrics`), "" if unknown."""
 
     @property
     def config_path(self) -> Path:
@@ -346,6 +349,13 @@ class LocalCluster:
         }
         props.update(self.broker_overrides)
         props.update(overrides or {})
+        if "metrics.listener" not in props:
+            # Every local broker serves /metrics, on a port picked here like its Kafka port so that
+            # `cluster status` can say where without asking the broker.
+            props["metrics.listener"] = f"http://127.0.0.1:{free_port()}"
+        elif not props["metrics.listener"]:  # `metrics.listener=` (empty): metrics off
+            del props["metrics.listener"]
+        broker.metrics = _metrics_url(props.get("metrics.listener", ""))
         broker.config_path.write_text(format_properties(props))
         self.brokers[broker_id] = broker
         return broker
@@ -606,6 +616,7 @@ class LocalCluster:
                     "endpoint": b.bootstrap,
                     "pid": b.pid or None,
                     "alive": self.broker_alive(b.broker_id),
+                    "metrics": b.metrics or None,
                     "log": str(b.log_path),
                 }
                 for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)
@@ -617,6 +628,18 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.down()
+
+
+def _metrics_url(listener: str) -> str:
+    """The scrape URL of a `metrics.listener` value ("" when its port is picked at start-up: the
+    broker's log says which)."""
+    if not listener:
+        return ""
+    try:
+        host, port = parse_metrics_listener(listener)
+    except ValueError:
+        return ""
+    return f"http://{host or '127.0.0.1'}:{port}/metrics" if port else ""
 
 
 def _alive(pid: int) -> bool:

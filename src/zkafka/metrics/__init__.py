@@ -1,34 +1,37 @@
 """Prometheus metrics for a broker: a registry whose counting costs a dict bump on the hot path and
-whose exposition is built when Prometheus scrapes. Depends on no other zkafka package.
+whose exposition is built when Prometheus scrapes. Depends on no other zkafka package but `zkafka.logs`.
 
 Modules: `catalogue` (every metric as data: name, kind, labels, help, suggested alert), `registry`
 (counters, histograms, scrape-time callbacks, rendering), `exposition` (text format 0.0.4), `broker`
 (`TopicMetrics`, `RequestMetrics`: the per-request/per-batch calls), `process` (process_*), `lag`
 (consumer lag, pure), `http` (`MetricsServer`: GET /metrics), `address` (`metrics.listener`), `docs`
-(docs/operations.md's metrics list).
+(docs/operations.md's metrics list), `scrape` (reading a /metrics page back, for the demo).
 
-Not wired into the broker yet. Where each piece is meant to be called from:
-* broker startup: one `Registry` (handlers reach `TopicMetrics`/`RequestMetrics` as fields of
-  `server.services.BrokerServices`); `register_process_metrics`; `MetricsServer(registry.render,
-  *parse_metrics_listener(config.metrics_listener))` started when the key is set (log the bound port,
-  `cluster up` records it), stopped at shutdown;
-* dispatcher/network: `RequestMetrics.completed` once per response, with Kafka's time split (arrival
-  when the frame is complete in `KafkaConnection`, handler start, handler end / remote completion,
-  throttle, response written), `error_seen` for further error codes of a response;
+Wired into the broker by `zkafka.server.broker_metrics` (and `server.lag_reporter`); where each
+piece is called from:
+* broker startup (`server/broker.py`), only when `metrics.listener` is set: one `Registry`;
+  `BrokerMetrics` (`TopicMetrics`, `RequestMetrics`, conversions, ISR counters) reaches handlers as
+  `server.services.BrokerServices.metrics`; `register_process_metrics`; `MetricsServer(registry.render,
+  host, port, refresh=lag.refresh)` on `metrics.listener`, the bound port logged, stopped at shutdown;
+  `zkafka cluster up` picks each broker's port and `cluster status` shows it;
+* dispatcher/network: a `RequestTiming` per request, whose `sent` calls `RequestMetrics.completed`
+  once the network layer has written the response (queue = behind earlier pipelined responses, local
+  = handling, remote = parked, throttle = the response's `throttle_time_ms`, total);
 * produce: `TopicMetrics.produced(topic, records from the batch headers, bytes)` per partition after
-  `append_to_leader`, `failed(topic, produce=True)` per partition error; fetch: `fetched(...)` with
-  `follower=` from `replica_id`; replica fetcher: `replicated` per appended partition;
-* ISR (`server/isr.py`): `registry.counter("kafka_server_replicamanager_isrshrinks_total").inc()` /
-  `..._isrexpands_total` where an ISR change is written; replica manager: `register` callbacks for
-  under-replicated / under-min-ISR / partition / leader counts and the three `kafka_log_log_*`
-  gauges from the log manager;
-* controller: `activecontrollercount` and the global counts as callbacks, the elections histogram
-  and unclean counter where elections are made;
-* ZooKeeper session: the latency histogram around each request, session state / expiry /
-  disconnect from the session listener, `zk.bad_znodes.decode_failures` as a callback;
-* quotas: the managers' `throttle_time_ms` / `throttled` dicts as callbacks;
-* lag: the coordinator (for the groups it coordinates) and the controller (for the seeds'
-  ZooKeeper groups) `register_group` a callback returning `lag.consumer_group_samples(...)`.
+  `append_to_leader`; per partition error `failed` and `RequestMetrics.error_seen`; fetch: `fetched`
+  for the response actually sent (`follower=` from `replica_id`), down-converted records from the
+  batch headers; replica fetcher: `replicated` per appended partition;
+* ISR (`server/isr.py`): `..._isrshrinks_total` / `..._isrexpands_total` where an ISR change is
+  written; replica manager and logs: scrape-time group callbacks;
+* controller: `activecontrollercount` and the global counts (`Controller.metrics_counts`), the
+  elections histogram and unclean counter through `Controller.set_election_observer`;
+* ZooKeeper session: the latency histogram around each call on the session's thread
+  (`ZkExecutor.observe_ms`), session state / expiry / disconnect from the session listener,
+  `bad_znodes.decode_failures` as a callback;
+* lag: `server.lag_reporter.LagReporter` registers a group callback returning
+  `lag.consumer_group_samples(...)` for the groups this broker coordinates and, on the active
+  controller, the seeds' ZooKeeper groups;
+* quotas (not wired yet): the managers' `throttle_time_ms` / `throttled` dicts as callbacks.
 """
 
 from zkafka.metrics.catalogue import BY_NAME, CATALOGUE, Kind, MetricDef

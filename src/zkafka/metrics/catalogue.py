@@ -69,6 +69,9 @@ CATALOGUE: tuple[MetricDef, ...] = tuple(
          "Produce requests answered with an error, per topic.",
          "rate > 0 for 5m: producers are failing (see the errors_total by error code)"),
         _m(f"{BTM}failedfetchrequests_total", C, TOPIC, "Fetch requests answered with an error, per topic."),
+        _m(f"{BTM}fetchmessageconversions_total", C, TOPIC,
+         "Records down-converted to magic 0/1 for Fetch v0-v3 clients (counted from batch headers).",
+         "a steady rate: old clients make the broker decode and re-encode what it serves"),
     )
     + _group(
         "Requests",

@@ -15,26 +15,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from zkafka.logs import RateLimitedLog
 from zkafka.metrics.exposition import CONTENT_TYPE
 
 __all__ = ["MetricsServer"]
 
 log = logging.getLogger("zkafka.metrics.http")
+limited = RateLimitedLog(log)
 
 MAX_HEAD = 8192
 MAX_CONNECTIONS = 32
 READ_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            408: "Request Timeout", 431: "Request Header Fields Too Large", 500: "Internal Server Error"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+}
 
 
 class MetricsServer:
-    def __init__(self, render: Callable[[], str], host: str, port: int) -> None:
+    def __init__(
+        self,
+        render: Callable[[], str],
+        host: str,
+        port: int,
+        *,
+        refresh: Callable[[], Awaitable[None]] | None = None,
+        refresh_timeout_s: float = 3.0,
+    ) -> None:
         self.render = render
+        # Values that need I/O to collect (consumer lag: other brokers' offsets) are brought up to
+        # date before each render, within `refresh_timeout_s`; a refresh that fails or is late
+        # leaves the previous values in place, and the scrape is answered anyway.
+        self.refresh = refresh
+        self.refresh_timeout_s = refresh_timeout_s
         self.host = host
         self.port = port
         self._server: asyncio.Server | None = None
@@ -100,6 +122,15 @@ class MetricsServer:
             return 405, b"only GET\n"
         if target.split(b"?", 1)[0] != b"/metrics":
             return 404, b"only /metrics\n"
+        if self.refresh is not None:
+            try:
+                await asyncio.wait_for(self.refresh(), self.refresh_timeout_s)
+            except Exception as e:  # ZooKeeper or another broker away: one line a minute, not per scrape
+                limited.warning(
+                    ("refresh", type(e).__name__),
+                    "refreshing metrics before a scrape failed (%r); serving the last values",
+                    e,
+                )
         try:
             body = self.render().encode()
         except Exception:  # a bug in a metric's owner; the endpoint stays up and says so

@@ -90,6 +90,18 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     # SCRAM credentials (KIP-554): flexible from v0, like DescribeCluster; any broker answers both.
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Transactions (KIP-98): non-flexible versions; v2 of AddPartitionsToTxn/EndTxn may answer
+    # PRODUCER_FENCED (KIP-588); TxnOffsetCommit v2 carries the leader epoch (v3, KIP-447, is
+    # flexible). WriteTxnMarkers is broker to broker (zkafka's coordinator sends v0).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
+    ApiKey.END_TXN: (0, 2),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
+    ApiKey.WRITE_TXN_MARKERS: (0, 0),
+    # KIP-664, flexible from v0 (kafka-transactions and Kafka's admin client use them when offered).
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
 }
 
 

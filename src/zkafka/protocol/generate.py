@@ -153,7 +153,15 @@ def _class_body(name: str, fields: tuple[Field, ...], owner: str, indent: str) -
     lines.append(f"{indent}    self,")
     lines.append(f"{indent}    *,")
     for f in fields:
-        lines.append(f"{indent}    {f.name}: {_annotation(f, owner)} = {_default_literal(f)},")
+        param = f"{indent}    {f.name}: {_annotation(f, owner)} = {_default_literal(f)},"
+        if len(param) > _WIDTH:  # a long nested struct name: the annotation on its own line
+            lines += [
+                f"{indent}    {f.name}: (",
+                f"{indent}        {_annotation(f, owner)}",
+                f"{indent}    ) = {_default_literal(f)},",
+            ]
+        else:
+            lines.append(param)
     lines.append(f"{indent}) -> None:")
     for f in fields:
         lines.extend(_assignment(f, owner, indent + "    "))

@@ -492,3 +492,34 @@ def control_record(control_type: int, coordinator_epoch: int, *, offset: int, ti
         _CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type),
         _CONTROL_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch),
     )
+
+
+def end_txn_marker(buf: Buffer, header: BatchHeader) -> tuple[bool, int] | None:
+    """(commit, coordinator epoch) of the transaction marker in the control batch at
+    `header.position`; None when the batch holds no COMMIT/ABORT record (an unknown control type,
+    which Kafka skips too). Raises CorruptRecordError for a marker that does not decode."""
+    for record in iter_records(buf, header):
+        _, control_type = parse_control_record(record)
+        if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            return None
+        value = record.value
+        if value is None or len(value) < _CONTROL_VALUE.size:
+            raise CorruptRecordError(f"marker at offset {record.offset} has no coordinator epoch")
+        _, coordinator_epoch = _CONTROL_VALUE.unpack_from(value)
+        return control_type == ControlRecordType.COMMIT, coordinator_epoch
+    return None
+
+
+def build_end_txn_marker(
+    producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp: int
+) -> bytes:
+    """A control batch holding one COMMIT or ABORT marker, as the partition leader writes it."""
+    control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    return build_batch(
+        [control_record(control_type, coordinator_epoch, offset=0, timestamp=timestamp)],
+        base_offset=0,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control=True,
+    )

@@ -607,6 +607,154 @@ def _init_producer_id(ctx: RequestContext, request: Any, handler: Handler) -> An
     return _response(ctx, error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1)
 
 
+# -- transactions (Kafka's KafkaApis checks) --------------------------------------------------------
+
+
+def _add_partitions_to_txn(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """TransactionalId:Write, then Topic:Write on every partition; one refusal and the coordinator
+    is not asked (the allowed partitions get OPERATION_NOT_ATTEMPTED)."""
+    topics = request.v3_and_below_topics
+    if not authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        allowed: set[str] = set()
+        refused = TXN_DENIED
+    else:
+        allowed = authorized_names(ctx, Op.WRITE, RT.TOPIC, (t.name for t in topics))
+        if all(t.name in allowed for t in topics):
+            return handler(ctx, request)
+        refused = TOPIC_DENIED
+    topic_cls = _nested(ctx, "AddPartitionsToTxnTopicResult")
+    part_cls = _nested(ctx, "AddPartitionsToTxnPartitionResult")
+
+    def code(topic: str) -> ErrorCode:
+        return ErrorCode.OPERATION_NOT_ATTEMPTED if topic in allowed else refused
+
+    return _response(
+        ctx,
+        results_by_topic_v3_and_below=[
+            topic_cls(
+                name=t.name,
+                results_by_partition=[
+                    part_cls(partition_index=p, partition_error_code=code(t.name)) for p in t.partitions
+                ],
+            )
+            for t in topics
+        ],
+    )
+
+
+def _add_offsets_to_txn(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    if not authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.transactional_id):
+        return _response(ctx, error_code=TXN_DENIED)
+    if not authorize(ctx, Op.READ, RT.GROUP, request.group_id):
+        return _response(ctx, error_code=GROUP_DENIED)
+    return handler(ctx, request)
+
+
+def _end_txn(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    if authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.transactional_id):
+        return handler(ctx, request)
+    return _response(ctx, error_code=TXN_DENIED)
+
+
+def _txn_offset_commit(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """TransactionalId:Write and Group:Read for the whole request, Topic:Read per topic."""
+    if not authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.transactional_id):
+        allowed: set[str] = set()
+        refused = TXN_DENIED
+    elif not authorize(ctx, Op.READ, RT.GROUP, request.group_id):
+        allowed, refused = set(), GROUP_DENIED
+    else:
+        allowed = authorized_names(ctx, Op.READ, RT.TOPIC, (t.name for t in request.topics))
+        refused = TOPIC_DENIED
+    request.topics, denied = _split(request.topics, allowed, "name")
+    if not denied:
+        return handler(ctx, request)
+    topic_cls = _nested(ctx, "TxnOffsetCommitResponseTopic")
+    part_cls = _nested(ctx, "TxnOffsetCommitResponsePartition")
+
+    def fix(response: Any) -> None:
+        for t in denied:
+            parts = [part_cls(partition_index=p.partition_index, error_code=refused) for p in t.partitions]
+            response.topics.append(topic_cls(name=t.name, partitions=parts))
+
+    return _serve_the_rest(ctx, request, handler, bool(request.topics), fix)
+
+
+def _write_txn_markers(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """Broker to broker: Cluster:ClusterAction, else every partition is refused."""
+    if authorize(ctx, Op.CLUSTER_ACTION, RT.CLUSTER):
+        return handler(ctx, request)
+    marker_cls, topic_cls = (
+        _nested(ctx, "WritableTxnMarkerResult"),
+        _nested(ctx, "WritableTxnMarkerTopicResult"),
+    )
+    part_cls = _nested(ctx, "WritableTxnMarkerPartitionResult")
+    return _response(
+        ctx,
+        markers=[
+            marker_cls(
+                producer_id=m.producer_id,
+                topics=[
+                    topic_cls(
+                        name=t.name,
+                        partitions=[
+                            part_cls(partition_index=p, error_code=CLUSTER_DENIED)
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in m.topics
+                ],
+            )
+            for m in request.markers
+        ],
+    )
+
+
+def _describe_transactions(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    allowed = authorized_names(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, request.transactional_ids)
+    denied = [i for i in request.transactional_ids if i not in allowed]
+    if not denied:
+        return handler(ctx, request)
+    request.transactional_ids = [i for i in request.transactional_ids if i in allowed]
+    state_cls = _nested(ctx, "TransactionState")
+
+    def fix(response: Any) -> None:
+        for i in denied:
+            response.transaction_states.append(
+                state_cls(error_code=TXN_DENIED, transactional_id=i, transaction_state="", producer_id=-1)
+            )
+
+    return _serve_the_rest(ctx, request, handler, bool(request.transactional_ids), fix)
+
+
+def _list_transactions(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """Only the transactional ids the principal may describe are listed."""
+
+    def fix(response: Any) -> None:
+        names = [s.transactional_id for s in response.transaction_states]
+        allowed = authorized_names(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, names, audit=False)
+        response.transaction_states = [
+            s for s in response.transaction_states if s.transactional_id in allowed
+        ]
+
+    return _then(handler(ctx, request), fix)
+
+
+def _describe_producers(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    allowed = authorized_names(ctx, Op.READ, RT.TOPIC, (t.name for t in request.topics))
+    request.topics, denied = _split(request.topics, allowed, "name")
+    if not denied:
+        return handler(ctx, request)
+    topic_cls, part_cls = _nested(ctx, "TopicResponse"), _nested(ctx, "PartitionResponse")
+
+    def fix(response: Any) -> None:
+        for t in denied:
+            parts = [part_cls(partition_index=i, error_code=TOPIC_DENIED) for i in t.partition_indexes]
+            response.topics.append(topic_cls(name=t.name, partitions=parts))
+
+    return _serve_the_rest(ctx, request, handler, bool(request.topics), fix)
+
+
 def _may_write_some_topic(ctx: RequestContext) -> bool:
     """KIP-679 (Kafka 2.8+): an idempotent producer needs IdempotentWrite on the cluster, or Write
     on any topic."""
@@ -748,6 +896,14 @@ GUARDS: dict[int, Guard] = {
     ApiKey.DESCRIBE_LOG_DIRS: _describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets_to_txn,
+    ApiKey.END_TXN: _end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: _write_txn_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster_guard(Op.ALTER, error_message="Authorization failed."),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster_guard(Op.DESCRIBE, error_message="Authorization failed."),

@@ -25,6 +25,7 @@ import logging
 from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.controller.controller import Controller
+from zkafka.metrics import Registry
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.quotas.cache import QuotaConfigCache
@@ -32,11 +33,20 @@ from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
+from zkafka.server.broker_metrics import (
+    BrokerMetrics,
+    MetricsEndpoint,
+    ZooKeeperMetrics,
+    register_controller_metrics,
+    register_quota_metrics,
+    register_replica_gauges,
+)
 from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dynamic_config import DynamicBrokerConfig
 from zkafka.server.isr import IsrManager
+from zkafka.server.lag_reporter import LagReporter
 from zkafka.server.listeners import Listeners
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
@@ -49,6 +59,7 @@ from zkafka.server.scheduler import Scheduler
 from zkafka.server.security import build_listener_security, inter_broker_client_security, needs_scram
 from zkafka.server.services import BrokerServices
 from zkafka.server.topic_configs import TopicConfigChanges
+from zkafka.server.txn_coordinator_service import TxnCoordinatorService
 from zkafka.server.zookeeper import BrokerZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.zk.client import KafkaZkClient
@@ -70,9 +81,12 @@ class Broker:
         self.replicas: ReplicaManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.group_coordinator: CoordinatorService | None = None
+        self.txn_coordinator: TxnCoordinatorService | None = None
         self.controller: Controller | None = None
         self.services: BrokerServices | None = None
         self.inter_broker_security: ClientSecurity | None = None
+        self.metrics_endpoint: MetricsEndpoint | None = None
+        self.lag_reporter: LagReporter | None = None
 
     @property
     def broker_id(self) -> int:
@@ -90,20 +104,40 @@ class Broker:
         # Before anything is opened: a broker that could not reach the others must not start.
         self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
         self.zk = zk = await BrokerZooKeeper.connect(cfg, f"zk-broker-{cfg.broker_id}")
+        # Metrics only when `metrics.listener` asks for them: otherwise nothing is counted at all.
+        registry = Registry() if cfg.metrics_listener else None
+        metrics = BrokerMetrics(registry) if registry is not None else None
+        if registry is not None:
+            zk_metrics = ZooKeeperMetrics(registry, lambda: zk.client.bad_znodes.decode_failures)
+            zk.executor.observe_ms = zk_metrics.observe_ms
+            zk.keep_until_close([zk.watcher.add_session_listener(zk_metrics.on_session_event)])
         self.registration = identity = await BrokerRegistration.identify(zk, cfg)
         broker_id = identity.broker_id
         self.log_manager = logs = await open_logs(cfg, identity, zk)
         self.replicas = replicas = ReplicaManager(broker_id, logs)
+        if metrics is not None:
+            replicas.on_topic_gone = metrics.forget
         metadata = MetadataCache()
         throttles = ReplicationThrottles(broker_id, cfg)
         await throttles.load(zk)
         self.fetchers = replicas.followers = ReplicaFetcherManager(
             FollowerContext(
-                broker_id, cfg, metadata, replicas, throttle=throttles.follower, security=inter_broker
+                broker_id,
+                cfg,
+                metadata,
+                replicas,
+                throttle=throttles.follower,
+                security=inter_broker,
+                metrics=metrics.topics if metrics else None,
             )
         )
         self.group_coordinator = groups = CoordinatorService(broker_id, cfg, replicas, metadata, logs, zk)
         groups.start()
+        producer_ids = ProducerIdManager(lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id))
+        self.txn_coordinator = transactions = TxnCoordinatorService(
+            broker_id, cfg, replicas, metadata, logs, zk, producer_ids, groups.coordinator
+        )
+        transactions.start()
         # Built now, started after registration: until then it is not active, and the
         # controller-only APIs answer NOT_CONTROLLER. On a new ZooKeeper session it re-registers
         # this broker before campaigning (Kafka's order), so a controller never runs without its
@@ -117,7 +151,13 @@ class Broker:
             on_new_session=identity.reregister,
             security=inter_broker,
         )
-        isr = IsrManager(broker_id, replicas, zk, cfg.replica_lag_time_max_ms)
+        isr = IsrManager(
+            broker_id,
+            replicas,
+            zk,
+            cfg.replica_lag_time_max_ms,
+            (metrics.isr_shrinks, metrics.isr_expands) if metrics is not None else None,
+        )
         authorizer = None
         if authorizer_enabled(cfg):
             acls = AclCache(zk.client)
@@ -148,13 +188,13 @@ class Broker:
             zk=zk,
             controller=controller,
             groups=groups,
-            producer_ids=ProducerIdManager(
-                lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id)
-            ),
+            producer_ids=producer_ids,
+            transactions=transactions,
             authorizer=authorizer,
             dynamic=dynamic,
             quotas=quotas,
             leader_throttle=throttles.leader,
+            metrics=metrics,
         )
         scram = None
         if needs_scram(cfg):
@@ -163,6 +203,8 @@ class Broker:
         security = build_listener_security(cfg, scram)
         handlers = guard_handlers(HANDLERS, authorizer)
         await self.listeners.start(self.services, handlers, security)
+        if registry is not None:
+            await self._start_metrics(registry)
         await identity.register(self.listeners.bound_ports)
         config_changes = TopicConfigChanges(zk, logs, self.scheduler.spawn, scram, throttles.update_topic)
         zk.listen(config_changes.queue, config_changes.on_notification)
@@ -173,6 +215,37 @@ class Broker:
         self.scheduler.run("isr", isr.run())
         self.scheduler.every(EXPIRY_INTERVAL_S, "quota-expiry", quotas.expire_idle, blocking=False)
         self.listeners.schedule_sweep(self.scheduler)
+
+    async def _start_metrics(self, registry: Registry) -> None:
+        """Scrape-time callbacks, consumer lag and GET /metrics on `metrics.listener`."""
+        assert self.replicas is not None and self.controller is not None and self.zk is not None
+        assert self.group_coordinator is not None
+        register_replica_gauges(registry, self.replicas)
+        self.controller.set_election_observer(register_controller_metrics(registry, self.controller))
+        if self.services is not None and self.services.quotas is not None:
+            register_quota_metrics(registry, self.services.quotas.throttle_totals)
+        self.lag_reporter = lag = LagReporter(
+            registry,
+            self.group_coordinator.coordinator,
+            self.replicas,
+            self.controller,
+            self.zk,
+            self._own_plaintext_bootstrap,
+        )
+        self.metrics_endpoint = MetricsEndpoint(registry, self.config.metrics_listener, lag.refresh)
+        await self.metrics_endpoint.start()
+
+    def _own_plaintext_bootstrap(self) -> str | None:
+        """This broker's own PLAINTEXT listener, where the lag reporter asks for other leaders'
+        offsets (None without one: lag is then reported for the partitions led here only)."""
+        protocols = self.config.protocol_map
+        for ep in self.config.listeners:
+            if protocols.get(ep.listener_name, ep.listener_name) == "PLAINTEXT":
+                port = self.listeners.bound_ports.get(ep.listener_name)
+                if port is not None:
+                    host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+                    return f"{host}:{port}"
+        return None
 
     # -- shutdown ---------------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -188,11 +261,17 @@ class Broker:
                 self.registration, self.config, self.zk, self.controller, self.inter_broker_security
             ).run()
         self.listeners.stop_accepting()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
+        if self.lag_reporter is not None:
+            await self.lag_reporter.close()
         if self.controller is not None:
             try:
                 await self.controller.stop()
             except Exception:
                 log.exception("controller stop failed")
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
         if self.fetchers is not None:

@@ -1,19 +1,22 @@
-"""The group coordinator wired into a broker: `__consumer_offsets` creation, FindCoordinator, and
-the LeaderAndIsr hook that loads and unloads groups.
+"""The coordinators wired into a broker: their internal topics' creation, FindCoordinator, and
+the LeaderAndIsr hook that loads and unloads what their partitions hold.
 
-`__consumer_offsets` is created on the first FindCoordinator (reference group-coordinator §1):
-`offsets.topic.num.partitions` partitions, `offsets.topic.replication.factor` replicas capped to
-the live brokers (Kafka refuses instead, which leaves a small cluster without groups forever),
-`cleanup.policy=compact`, `segment.bytes=offsets.topic.segment.bytes`,
-`compression.type=producer`. Until its partition has a leader the answer is
-COORDINATOR_NOT_AVAILABLE and clients retry.
+`CoordinatorTopic` is what both coordinators share: an internal topic created on the first
+FindCoordinator (reference group-coordinator §1) with its configured partitions, replicas capped
+to the live brokers (Kafka refuses instead, which leaves a small cluster without groups or
+transactions forever) and fixed topic configs; and the broker leading the partition a key hashes
+to. Until that partition has a leader the answer is COORDINATOR_NOT_AVAILABLE and clients retry.
+
+`CoordinatorService` is the group coordinator's (`__consumer_offsets`: `cleanup.policy=compact`,
+`segment.bytes=offsets.topic.segment.bytes`, `compression.type=producer`); the transaction
+coordinator's is `txn_coordinator_service`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from zkafka.admin import topics as topic_admin
@@ -48,6 +51,100 @@ class CoordinatorAddress:
     message: str | None = None
 
 
+class CoordinatorTopic:
+    """One coordinator's internal topic: its creation on first use and who leads a partition."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        min_isr: int | None = None,
+        metadata: MetadataCache,
+        logs: LogManager,
+        zk: ZooKeeper,
+    ) -> None:
+        self.name = name
+        self._partitions = num_partitions
+        self._rf = replication_factor
+        self.configs = dict(configs)
+        self._min_isr = min_isr
+        self._metadata = metadata
+        self._logs = logs
+        self._zk = zk
+        self._creating: asyncio.Task[None] | None = None
+
+    def apply_configs(self) -> None:
+        """Brokers apply a new topic's configs only at restart or on a config change notification;
+        the internal topics' are fixed, so a broker that has none yet uses them from the start."""
+        lm = self._logs
+        if lm.config_for(self.name) is lm.default_config:
+            lm.update_topic_config(self.name, lm.default_config.with_overrides(self.configs))
+
+    def stop(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
+
+    def num_partitions(self) -> int:
+        known = self._metadata.topic_partitions(self.name)
+        return len(known) if known else self._partitions
+
+    def locate(self, partition: int, listener: str) -> CoordinatorAddress:
+        """The broker leading `partition` on `listener`; creates the topic when it does not exist."""
+        cache = self._metadata
+        if not cache.contains_topic(self.name):
+            self._ensure_topic()
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, message=f"{self.name} is being created"
+            )
+        info = cache.partition(self.name, partition)
+        if info is None or info.leader < 0 or not cache.alive(info.leader):
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, message=f"{self.name}-{partition} has no leader"
+            )
+        ep = cache.brokers[info.leader].endpoint(listener)
+        if ep is None:
+            return CoordinatorAddress(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                message=f"broker {info.leader} has no {listener} listener",
+            )
+        return CoordinatorAddress(ErrorCode.NONE, info.leader, ep.host, ep.port)
+
+    def _ensure_topic(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.ensure_future(self._create_topic())
+
+    async def _create_topic(self) -> None:
+        live = sorted(self._metadata.brokers)
+        if not live:
+            return
+        rf = min(self._rf, len(live))
+        configs = dict(self.configs)
+        if self._min_isr is not None:
+            # capped with the replication factor: a min ISR above it would refuse every write
+            configs["min.insync.replicas"] = str(min(self._min_isr, rf))
+        try:
+            await self._zk.run(
+                topic_admin.create_topic,
+                name=self.name,
+                num_partitions=self._partitions,
+                replication_factor=rf,
+                configs=configs,
+                assignment=None,
+                live_brokers=live,
+                defaults=self._logs.default_config,
+                allow_internal=True,
+            )
+            log.info("created %s with %d partitions, replication factor %d", self.name, self._partitions, rf)
+        except KafkaError as e:
+            if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                log.warning("creating %s failed: %s", self.name, e)
+        except Exception:
+            log.exception("creating %s failed", self.name)
+
+
 class CoordinatorService:
     def __init__(
         self,
@@ -61,8 +158,15 @@ class CoordinatorService:
         self._config = cfg = config
         self._replicas = replicas
         self._metadata = metadata
-        self._logs = logs
-        self._zk = zk
+        self.topic = CoordinatorTopic(
+            GROUP_METADATA_TOPIC,
+            num_partitions=cfg.offsets_topic_num_partitions,
+            replication_factor=cfg.offsets_topic_replication_factor,
+            configs=offsets_topic_configs(cfg),
+            metadata=metadata,
+            logs=logs,
+            zk=zk,
+        )
         self.store = OffsetsTopicStore(
             replicas,
             compression=cfg.offsets_topic_compression_codec,
@@ -73,26 +177,17 @@ class CoordinatorService:
             broker_id,
             GroupConfig.from_broker(cfg),
             self.store,
-            num_partitions=self.num_partitions,
+            num_partitions=self.topic.num_partitions,
             topic_exists=self._topic_exists,
         )
-        self._creating: asyncio.Task[None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
-        lm = self._logs
-        # Brokers apply a new topic's configs only at restart or on a config change notification;
-        # the offsets topic's are fixed, so a broker that has none yet uses them from the start.
-        if lm.config_for(GROUP_METADATA_TOPIC) is lm.default_config:
-            lm.update_topic_config(
-                GROUP_METADATA_TOPIC,
-                lm.default_config.with_overrides(offsets_topic_configs(self._config)),
-            )
+        self.topic.apply_configs()
         self.coordinator.start()
 
     async def stop(self) -> None:
-        if self._creating is not None:
-            self._creating.cancel()
+        self.topic.stop()
         await self.coordinator.stop()
 
     def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
@@ -113,65 +208,10 @@ class CoordinatorService:
 
     # -- topology ---------------------------------------------------------------------------------
     def num_partitions(self) -> int:
-        known = self._metadata.topic_partitions(GROUP_METADATA_TOPIC)
-        return len(known) if known else self._config.offsets_topic_num_partitions
+        return self.topic.num_partitions()
 
     def _topic_exists(self, tp: TopicPartition) -> bool:
         return self._metadata.partition(tp.topic, tp.partition) is not None
 
     async def find_coordinator(self, key: str, listener: str) -> CoordinatorAddress:
-        cache = self._metadata
-        if not cache.contains_topic(GROUP_METADATA_TOPIC):
-            self._ensure_topic()
-            return CoordinatorAddress(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE, message="the offsets topic is being created"
-            )
-        partition = self.coordinator.partition_for(key)
-        info = cache.partition(GROUP_METADATA_TOPIC, partition)
-        if info is None or info.leader < 0 or not cache.alive(info.leader):
-            return CoordinatorAddress(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                message=f"{GROUP_METADATA_TOPIC}-{partition} has no leader",
-            )
-        broker = cache.brokers[info.leader]
-        ep = broker.endpoint(listener)
-        if ep is None:
-            return CoordinatorAddress(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                message=f"broker {info.leader} has no {listener} listener",
-            )
-        return CoordinatorAddress(ErrorCode.NONE, info.leader, ep.host, ep.port)
-
-    def _ensure_topic(self) -> None:
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self._create_topic())
-
-    async def _create_topic(self) -> None:
-        cfg = self._config
-        live = sorted(self._metadata.brokers)
-        if not live:
-            return
-        rf = min(cfg.offsets_topic_replication_factor, len(live))
-        try:
-            await self._zk.run(
-                topic_admin.create_topic,
-                name=GROUP_METADATA_TOPIC,
-                num_partitions=cfg.offsets_topic_num_partitions,
-                replication_factor=rf,
-                configs=offsets_topic_configs(cfg),
-                assignment=None,
-                live_brokers=live,
-                defaults=self._logs.default_config,
-                allow_internal=True,
-            )
-            log.info(
-                "created %s with %d partitions, replication factor %d",
-                GROUP_METADATA_TOPIC,
-                cfg.offsets_topic_num_partitions,
-                rf,
-            )
-        except KafkaError as e:
-            if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                log.warning("creating %s failed: %s", GROUP_METADATA_TOPIC, e)
-        except Exception:
-            log.exception("creating %s failed", GROUP_METADATA_TOPIC)
+        return self.topic.locate(self.coordinator.partition_for(key), listener)

@@ -8,6 +8,10 @@ fetch long-poll) return a coroutine.
 A handler sees its broker only through `ctx.services` (`zkafka.server.services.BrokerServices`),
 the same object for every request, and who is asking through `ctx.principal`.
 
+With metrics on (`services.metrics`), each request gets a `RequestTiming` (`broker_metrics.py`),
+handed to the network layer as `conn.timing`, which reports it once the response is written; with
+them off, nothing is timed.
+
 Version policy (Kafka's): an ApiVersions request at a version we do not serve gets the v0
 UNSUPPORTED_VERSION answer (clients retry lower); any other unsupported version, an unknown API
 key or an undecodable request closes the connection (`ConnectionFatalError`).
@@ -23,6 +27,8 @@ import struct
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
+from time import perf_counter
 from typing import Any
 
 from zkafka.protocol import (
@@ -36,6 +42,7 @@ from zkafka.protocol import (
     encode_response_parts,
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
+from zkafka.server.broker_metrics import RequestTiming, request_name
 from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
@@ -115,8 +122,12 @@ class Dispatcher:
         self.handlers = handlers
         self.served = services.served_versions
         self.listener = listener
+        self.request_metrics = services.metrics.requests if services.metrics is not None else None
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
+        metrics = self.request_metrics
+        if metrics is not None:
+            start = perf_counter()
         sasl = conn.sasl
         if sasl is not None and sasl.raw:
             return raw_sasl_token(frame, conn)
@@ -137,25 +148,39 @@ class Dispatcher:
                 raise ConnectionFatalError(refused)
         ctx = RequestContext(header, conn, self.listener, self.services, conn.principal)
         quotas = self.services.quotas
-        if quotas is None or not quotas.enabled() or _exempt(header.api_key, request):
-            result = handler(ctx, request)
-            if result is NO_RESPONSE:
-                return NO_RESPONSE
-            if inspect.isawaitable(result):
-                return _finish(header, result, conn)
-            return _encode(header, result, conn)
-        started = time.perf_counter_ns()
+        if quotas is not None and (not quotas.enabled() or _exempt(header.api_key, request)):
+            quotas = None
+        started = time.perf_counter_ns() if quotas is not None else 0
         result = handler(ctx, request)
-        if result is NO_RESPONSE:
-            _request_quota(quotas, ctx, time.perf_counter_ns() - started, None)
-            return NO_RESPONSE
-        if inspect.isawaitable(result):
+        before_encode: Callable[[Any], None] | None = None
+        if quotas is not None:
             # The handler's own work is what ran until it started waiting (long-poll, acks=all):
             # Kafka's request quota counts handler-thread time, never time parked in purgatory.
             busy = time.perf_counter_ns() - started
-            return _finish(header, result, conn, lambda r: _request_quota(quotas, ctx, busy, r))
-        _request_quota(quotas, ctx, time.perf_counter_ns() - started, result)
-        return _encode(header, result, conn)
+            if inspect.isawaitable(result):
+                before_encode = partial(_request_quota, quotas, ctx, busy)
+            else:
+                _request_quota(quotas, ctx, busy, None if result is NO_RESPONSE else result)
+        if metrics is None:
+            if result is NO_RESPONSE:
+                return NO_RESPONSE
+            if inspect.isawaitable(result):
+                return _finish(header, result, conn, before_encode)
+            return _encode(header, result, conn)
+        # Counted once the response is written (the network layer calls `timing.sent`); local time
+        # includes encoding (a fetch's segment reads happen there).
+        name = request_name(header.api_key)
+        if result is NO_RESPONSE:
+            conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
+            return NO_RESPONSE
+        if inspect.isawaitable(result):
+            timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
+            return _finish(header, result, conn, before_encode, timing)
+        encoded = _encode(header, result, conn)
+        now = perf_counter()
+        timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, now)
+        timing.response(result, now)
+        return encoded
 
 
 def _exempt(api_key: int, request: Any) -> bool:
@@ -200,6 +225,7 @@ def _finish(
     pending: Awaitable[Message | _NoResponse],
     conn: KafkaConnection,
     before_encode: Callable[[Any], None] | None = None,
+    timing: RequestTiming | None = None,
 ) -> asyncio.Future[Any]:
     """The encoded response of a handler that returned an awaitable, as a future.
 
@@ -223,9 +249,13 @@ def _finish(
             try:
                 if before_encode is not None:
                     before_encode(None if response is NO_RESPONSE else response)
-                out.set_result(NO_RESPONSE if response is NO_RESPONSE else _encode(header, response, conn))
+                encoded = NO_RESPONSE if response is NO_RESPONSE else _encode(header, response, conn)
             except Exception as e:  # an unencodable response: the network layer logs and closes
                 out.set_exception(e)
+                return
+            if timing is not None:
+                timing.response(response, perf_counter())
+            out.set_result(encoded)
 
     def abandoned(f: asyncio.Future[Any]) -> None:
         if f.cancelled():

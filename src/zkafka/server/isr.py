@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from zkafka.logs import RateLimitedLog
+from zkafka.metrics import Counter
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.naming import TopicPartition
@@ -38,8 +39,17 @@ MAX_PUBLISH_DELAY_MS = 60000
 
 
 class IsrManager:
-    def __init__(self, broker_id: int, replicas: ReplicaManager, zk: ZooKeeper, lag_time_max_ms: int) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        replicas: ReplicaManager,
+        zk: ZooKeeper,
+        lag_time_max_ms: int,
+        changes: tuple[Counter, Counter] | None = None,
+    ) -> None:
         self._broker_id = broker_id
+        # (shrinks, expands): Kafka's IsrShrinksPerSec / IsrExpandsPerSec; None when metrics are off
+        self._changes = changes
         self._replicas = replicas
         self._zk = zk
         self._lag_ms = lag_time_max_ms
@@ -115,6 +125,9 @@ class IsrManager:
                 return
             partition.state = replace(state, isr=new_isr, zk_version=version)
             log.info("%s: ISR %s -> %s (%s)", partition.tp, list(state.isr), list(new_isr), why)
+            if self._changes is not None:
+                shrinks, expands = self._changes
+                (shrinks if len(new_isr) < len(state.isr) else expands).inc()
             self.pending.add(partition.tp)
             self.last_change_ms = int(time.time() * 1000)
             partition.maybe_increment_high_watermark()

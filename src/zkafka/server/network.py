@@ -170,6 +170,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "peer",
         "principal",
         "sasl",
+        "timing",
         "transport",
     )
 
@@ -203,7 +204,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._frame_size = 0
         self._proven = 0  # the last large frame received in full, up to LARGE_CREDIT
         self._reserved = 0  # pool bytes held by the frame being read (not yet dispatched)
-        # FIFO of response slots: [pool bytes, a list of buffers | NO_RESPONSE | a pending future].
+        # FIFO of response slots: [pool bytes, a list of buffers | NO_RESPONSE | a pending future,
+        # the request's timing or None].
         self._inflight: deque[list[Any]] = deque()
         self._reading_paused = False
         self._writing_paused = False
@@ -218,6 +220,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Who this connection is (`zkafka.server.security`): set by TLS at connect, by SASL later."""
         self.sasl: Any = None
         """A SASL listener's per-connection state (`zkafka.server.security.SaslSession`), else None."""
+        self.timing: Any = None
+        """Set by the handler (the dispatcher, when metrics are on) for the request it just took: an
+        object whose `sent(now)` is called once its response is written (`time.perf_counter`), so
+        the request's time behind earlier pipelined responses is measured too."""
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
         self.ip: str = "?"
@@ -248,7 +254,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = True
         released = self._reserved
         self._reserved = 0
-        for size, slot in self._inflight:
+        for size, slot, _timing in self._inflight:
             released += size
             if isinstance(slot, asyncio.Future) and not slot.done():
                 slot.cancel()
@@ -392,20 +398,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             result = self._handler(frame, self)
         except ConnectionFatalError as e:
+            self.timing = None
             self._release(reserved)
             self.abort(str(e))
             return
         except Exception as e:
+            self.timing = None
             self._release(reserved)
             _log_bug(e, self.peer)
             self.abort("internal error")
             return
+        timing, self.timing = self.timing, None
         if isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
             fut = asyncio.ensure_future(result)
-            self._inflight.append([reserved, fut])
+            self._inflight.append([reserved, fut, timing])
             fut.add_done_callback(self._on_future_done)
         else:
-            self._inflight.append([reserved, result])
+            self._inflight.append([reserved, result, timing])
         self._flush()
         self._update_reading()
 
@@ -430,8 +439,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         out: list[bytes | bytearray | memoryview] = []
         q = self._inflight
         released = 0
+        timings = None
         while q:
-            reserved, slot = q[0]
+            reserved, slot, timing = q[0]
             if isinstance(slot, asyncio.Future):
                 if not slot.done():
                     break
@@ -440,9 +450,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             released += reserved
             if slot is not NO_RESPONSE:
                 out.extend(slot)
+            if timing is not None:
+                if timings is None:
+                    timings = [timing]
+                else:
+                    timings.append(timing)
         if out:
             transport.writelines(out)
             self.last_active = time.monotonic()
+        if timings is not None:
+            now = time.perf_counter()
+            for timing in timings:
+                timing.sent(now)
         self._release(released)
         if self._closing and not q:
             self._closed = True

@@ -6,7 +6,14 @@ among the in-sync replicas, leader included; it only moves forward. acks=all pro
 and consumer fetches wait on it (`zkafka.server.delayed`).
 
 Idempotent-producer state (`zkafka.storage.producer_state`) is rebuilt when the replica is
-created: latest snapshot at or below the log end, then a replay of the batch headers after it.
+created and after a truncation: latest snapshot at or below the log end, then a replay of the batch
+headers after it (and of the markers in control batches).
+
+Transactions: a COMMIT/ABORT marker (a control batch, from WriteTxnMarkers on the leader, fetched
+as is by followers) closes its producer's open transaction; an aborted one is recorded in the
+marker segment's `.txnindex`, on leader and followers alike. `last_stable_offset` (LSO) is the
+first offset of the earliest transaction not yet settled, capped by the high watermark:
+read_committed consumers read below it.
 """
 
 from __future__ import annotations
@@ -16,10 +23,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.records.batch import BatchHeader, iter_headers
+from zkafka.records.batch import BatchHeader, CorruptRecordError, iter_headers
+from zkafka.records.record import end_txn_marker
 from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.naming import TopicPartition
-from zkafka.storage.producer_state import BatchMetadata, ProducerStateManager
+from zkafka.storage.producer_state import BatchMetadata, ProducerStateError, ProducerStateManager
+from zkafka.storage.txn_index import AbortedTxn
+
+Marker = tuple[bool, int]
+"""A transaction marker's (commit, coordinator epoch)."""
+
+
+def _marker(buf: bytearray | memoryview | bytes, header: BatchHeader) -> Marker | None:
+    if not header.is_control:
+        return None
+    try:
+        return end_txn_marker(buf, header)
+    except (CorruptRecordError, ValueError, IndexError) as e:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"control batch at {header.base_offset}: {e}") from None
+
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +82,22 @@ class Partition:
 
     def __post_init__(self) -> None:
         self.producer_state = ProducerStateManager(self.log.dir_path)
+        self.log.first_unstable_offset = self.producer_state.first_unstable_offset
         self._rebuild_producer_state()
-        self.high_watermark = min(
-            max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset
+        self._set_high_watermark(
+            min(max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset)
         )
+
+    def _set_high_watermark(self, hw: int) -> None:
+        self.high_watermark = hw
+        self.producer_state.on_high_watermark(hw)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: no unsettled transaction below it."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if first_unstable is None else min(first_unstable, hw)
 
     # -- role -------------------------------------------------------------------------------------
     @property
@@ -102,9 +136,8 @@ class Partition:
         for h in headers:
             try:
                 found = self.producer_state.check(h)
-            except Exception as e:
-                code = getattr(ErrorCode, getattr(e, "error", "UNKNOWN_SERVER_ERROR"))
-                raise KafkaError(code, str(e)) from e
+            except ProducerStateError as e:
+                raise KafkaError(getattr(ErrorCode, e.error), str(e)) from e
             if found is not None:
                 dup = found
         if dup is not None and len(headers) != 1:
@@ -116,33 +149,64 @@ class Partition:
         return dup
 
     def append_as_leader(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
+        """Append as leader. Control batches (transaction markers: only the WriteTxnMarkers path
+        builds them) are checked against the producer's and coordinator's epochs first, and
+        transactional batches against the producer's epoch (Produce checked them already; the
+        group coordinator's TxnOffsetCommit batches are checked here)."""
+        markers = {h.position: _marker(batches, h) for h in headers if h.is_control}
+        for h in headers:
+            if not h.is_transactional:
+                continue
+            m = markers.get(h.position)
+            try:
+                if m is not None:
+                    self.producer_state.check_marker(h.producer_id, h.producer_epoch, m[1])
+                elif not h.is_control:  # no zombie writes, also through a coordinator (TxnOffsetCommit)
+                    self.producer_state.check_epoch(h)
+            except ProducerStateError as e:
+                raise KafkaError(getattr(ErrorCode, e.error), str(e)) from e
         info = self.log.append(batches, headers, leader_epoch=self.leader_epoch, assign_offsets=True)
         if headers[0].producer_id >= 0:
             # `headers` still hold the producer's base offsets; re-read the patched ones
             for h in iter_headers(batches):
-                self.producer_state.update(h)
+                self._update_producer_state(h, markers.get(h.position))
         self.producer_state.map_end_offset = info.last_offset + 1
         self.maybe_increment_high_watermark()
         return info
 
+    def _update_producer_state(self, header: BatchHeader, marker: Marker | None) -> None:
+        psm = self.producer_state
+        completed = psm.update(header, marker)
+        if completed is not None and completed.is_aborted:
+            self.log.append_aborted_txn(
+                AbortedTxn(
+                    completed.producer_id,
+                    completed.first_offset,
+                    completed.last_offset,
+                    psm.last_stable_offset_after(completed),
+                )
+            )
+
     # -- follower: append ------------------------------------------------------------------------
     def append_as_follower(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
+        markers = {h.position: _marker(batches, h) for h in headers if h.is_control}
         info = self.log.append(batches, headers, leader_epoch=None, assign_offsets=False)
         for h in headers:
-            self.producer_state.update(h)
+            self._update_producer_state(h, markers.get(h.position))
         return info
 
     def update_follower_high_watermark(self, leader_hw: int) -> None:
         new = min(leader_hw, self.log.log_end_offset)
         if new > self.high_watermark:
-            self.high_watermark = new
+            self._set_high_watermark(new)
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
             self.log.truncate_to(offset)
-            self.producer_state.truncate_to(offset)
             self.producer_state.delete_snapshots(above=offset)
-        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+            # rebuilt rather than trimmed: a transaction whose marker was cut is open again
+            self._rebuild_producer_state()
+        self._set_high_watermark(min(self.high_watermark, self.log.log_end_offset))
 
     # -- leader: followers and the high watermark -------------------------------------------------
     def update_follower_fetch(
@@ -183,7 +247,7 @@ class Partition:
             f = self.followers.get(r)
             new_hw = min(new_hw, f.log_end_offset if f is not None and f.log_end_offset >= 0 else 0)
         if new_hw > self.high_watermark:
-            self.high_watermark = new_hw
+            self._set_high_watermark(new_hw)
             if self.on_high_watermark is not None:
                 self.on_high_watermark(self.tp)
             return True
@@ -197,7 +261,11 @@ class Partition:
         from_offset = start if start is not None else self.log.log_start_offset
         psm.map_end_offset = from_offset
         if from_offset < leo:
-            psm.replay(h for h, _ in self.log.iter_batches(max(from_offset, self.log.log_start_offset)))
+            psm.replay(
+                (h, _marker(data, h._replace(position=0)) if h.is_control else None)
+                for h, data in self.log.iter_batches(max(from_offset, self.log.log_start_offset))
+            )
+        psm.on_high_watermark(self.high_watermark)
 
     def take_producer_snapshot(self) -> None:
         try:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from zkafka.client.connection import BrokerConnection
 from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
+from zkafka.metrics.broker import TopicMetrics
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import (
     FetchRequest,
@@ -57,6 +58,8 @@ class FollowerContext:
     throttle: ReplicationQuota | None = None
     """The follower side of the replication throttles (`follower.replication.throttled.*`)."""
     security: ClientSecurity | None = None
+    metrics: TopicMetrics | None = None
+    """Replication bytes in by topic; None when metrics are off."""
 
 
 @dataclass(slots=True)
@@ -278,6 +281,8 @@ class ReplicaFetcher:
                             del data[:cut]
                             headers = validate_batches(data)
                         p.append_as_follower(data, headers)
+                        if self.local.metrics is not None:
+                            self.local.metrics.replicated(tp.topic, len(data))
                 except (CorruptRecordError, StorageError) as e:
                     log.error("%s: cannot append the leader's data: %s", tp, e)
                     return

@@ -75,6 +75,8 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.delayed = DelayedOperations()
         self.followers: FollowerHooks = FollowerHooks()
+        self.on_topic_gone: Callable[[str], None] | None = None
+        """Told when the last local partition of a topic is deleted (its per-topic metrics go too)."""
         self._clock = clock
 
     def now_ms(self) -> int:
@@ -250,6 +252,10 @@ class ReplicaManager:
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
             errors[tp] = ErrorCode.NONE
+        if delete and self.on_topic_gone is not None:
+            remaining = {tp.topic for tp in self.partitions}
+            for topic in {tp.topic for tp in tps} - remaining:
+                self.on_topic_gone(topic)
         return errors
 
     # -- periodic work ------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 Each field is the narrowest thing its handlers need: a `Protocol` where the object behind it can
 do more than handlers should (the registration, the controller module, the log manager, and the
 ZooKeeper session, whose protocol lives with it in `zookeeper.py`), the service itself where it is
-already one job (metadata cache, replica manager, group coordinator, producer ids, ISR
+already one job (metadata cache, replica manager, group and transaction coordinators, producer ids, ISR
 maintenance). Nothing here knows the `Broker` class, so the handlers cannot reach back into
 start-up, shutdown or the listeners.
 """
@@ -12,7 +12,7 @@ start-up, shutdown or the listeners.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -21,12 +21,14 @@ from zkafka.controller.context import ReplicaAssignment
 from zkafka.protocol import ErrorCode
 from zkafka.quotas.replication import ReplicationQuota
 from zkafka.security.authorizer import AclAuthorizer
+from zkafka.server.broker_metrics import BrokerMetrics
 from zkafka.server.client_quotas import ClientQuotas
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_manager import ReplicaManager
+from zkafka.server.txn_coordinator_service import TxnCoordinatorService
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.config import LogConfig
 from zkafka.storage.log import Log
@@ -112,19 +114,6 @@ class DynamicConfigs(Protocol):
     def synonyms(self, key: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]: ...
 
 
-@dataclass(slots=True)
-class MessageConversions:
-    """Records this broker down-converted for Fetch v0-v3 clients, per topic: Kafka's
-    BrokerTopicMetrics FetchMessageConversionsPerSec (`kafka_server_brokertopicmetrics_
-    fetchmessageconversions_total{topic}` once the metrics wiring exposes it). Plain counts, bumped
-    once per converted partition fetch."""
-
-    fetch: dict[str, int] = field(default_factory=dict)
-
-    def count_fetch(self, topic: str, records: int) -> None:
-        self.fetch[topic] = self.fetch.get(topic, 0) + records
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     identity: BrokerIdentity
@@ -140,6 +129,8 @@ class BrokerServices:
     controller: ControllerAccess
     groups: CoordinatorService
     producer_ids: ProducerIdManager
+    transactions: TxnCoordinatorService | None = None
+    """The transaction coordinator; None where a test builds services without it."""
     authorizer: AclAuthorizer | None = None
     """Kafka's ACL authorizer when `authorizer.class.name` asks for it, else None: no checks at all
     (`zkafka.server.authorization` is where requests are checked)."""
@@ -151,5 +142,6 @@ class BrokerServices:
     leader_throttle: ReplicationQuota | None = None
     """The leader side of the replication throttles (`zkafka.server.replication_throttles`), which
     replica fetches of throttled partitions are held to."""
-    conversions: MessageConversions = field(default_factory=MessageConversions)
-    """What down-conversion for old clients has cost, counted for the metrics."""
+    metrics: BrokerMetrics | None = None
+    """The counters handlers bump (per request, per partition batch); None when `metrics.listener`
+    is unset, and then nothing is counted (`zkafka.server.broker_metrics`)."""

@@ -34,8 +34,14 @@ unchanged). A later round drops the tombstone once now >= that horizon. Conseque
 always survives at least one round, even with delete.retention.ms=0. The log remembers the
 earliest pending horizon so the cleaner comes back for it.
 
-Not yet handled (no transactions in zkafka yet): aborted-transaction removal, transaction-marker
-expiry (control batches are kept), keeping each producer's last batch for idempotence state.
+**Transactions.** Cleaning never passes the log's first unstable offset (a transaction without
+a settled marker: its records may still be aborted). Records of aborted transactions (the
+`.txnindex` entries: producer id, first offset, marker offset) are left out of the offset map and
+dropped from the cleaned segments, so they can neither hide an older committed record nor come
+back; the cleaned segment takes over the `.txnindex` entries of the segments it replaces.
+
+Not yet handled: transaction-marker expiry (control batches are kept), keeping each producer's
+last batch for idempotence state.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from zkafka.storage.log import Log
 from zkafka.storage.naming import CLEANED_SUFFIX
 from zkafka.storage.scan import iter_file_batches
 from zkafka.storage.segment import LogSegment
+from zkafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +112,9 @@ def cleanable_range(log_: Log, checkpoint: int | None, now_ms: int) -> Cleanable
             if seg.largest_timestamp > now_ms - config.min_compaction_lag_ms:
                 first_uncleanable = min(first_uncleanable, seg.base_offset)
                 break
+    unstable = log_.first_unstable_offset()
+    if unstable is not None:
+        first_uncleanable = min(first_uncleanable, unstable)
     first_uncleanable = max(first_uncleanable, first_dirty)
     clean_bytes = dirty_bytes = 0
     for i, seg in enumerate(segments):
@@ -161,8 +171,23 @@ def _with_last(
         yield previous[0], previous[1], True
 
 
+class _AbortedRanges:
+    """Which transactional batches belong to aborted transactions (from the `.txnindex`es)."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self.by_producer: dict[int, list[tuple[int, int]]] = {}
+        for t in aborted:
+            self.by_producer.setdefault(t.producer_id, []).append((t.first_offset, t.last_offset))
+
+    def __contains__(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        ranges = self.by_producer.get(header.producer_id, ())
+        return any(first <= header.base_offset < last for first, last in ranges)
+
+
 def _build_offset_map(
-    log_: Log, first_dirty: int, first_uncleanable: int, max_bytes: int
+    log_: Log, first_dirty: int, first_uncleanable: int, max_bytes: int, aborted: _AbortedRanges
 ) -> tuple[_OffsetMap, int]:
     """Map the dirty range batch by batch; returns the map and the offset the round ends at."""
     offset_map = _OffsetMap(max_bytes)
@@ -175,7 +200,7 @@ def _build_offset_map(
                 continue
             if header.base_offset >= first_uncleanable:
                 return offset_map, end_offset
-            if not header.is_control:
+            if not header.is_control and header not in aborted:
                 for record in iter_records(view, header):
                     if record.key is not None:
                         offset_map.put(record.key, record.offset)
@@ -205,8 +230,14 @@ class _BatchFilter:
     """Decides, batch by batch, what a cleaned segment gets."""
 
     def __init__(
-        self, offset_map: _OffsetMap, end_offset: int, now_ms: int, delete_retention_ms: int
+        self,
+        offset_map: _OffsetMap,
+        end_offset: int,
+        now_ms: int,
+        delete_retention_ms: int,
+        aborted: _AbortedRanges | None = None,
     ) -> None:
+        self.aborted = aborted or _AbortedRanges([])
         self.map = offset_map.offsets
         self.end_offset = end_offset
         self.now_ms = now_ms
@@ -234,7 +265,10 @@ class _BatchFilter:
         if header.is_control:
             return view
         records = list(iter_records(view, header))
-        kept = [r for r in records if self._keep(r, header)]
+        if header in self.aborted and header.last_offset < self.end_offset:
+            kept: list[Record] = []
+        else:
+            kept = [r for r in records if self._keep(r, header)]
         self.records_removed += len(records) - len(kept)
         has_tombstone = any(r.value is None for r in kept)
         stamp = has_tombstone and not header.has_delete_horizon
@@ -275,6 +309,9 @@ def _clean_group(log_: Log, group: list[LogSegment], batch_filter: _BatchFilter)
     cleaned = log_.new_cleaned_segment(group[0].base_offset)
     read = written = 0
     try:
+        for seg in group:  # what read_committed fetches need to know of records still kept
+            for txn in seg.txn_index.entries():
+                cleaned.txn_index.append(txn)
         for header, view, is_last in _with_last(b for seg in group for b in _batches(log_, seg)):
             read += header.size
             out = batch_filter.filter(header, view, keep_empty=is_last)
@@ -322,8 +359,9 @@ def clean_log(
         rng = cleanable_range(log_, checkpoint, now_ms)
         if not force and not rng.eligible(log_.config.min_cleanable_dirty_ratio):
             return None
+        aborted = _AbortedRanges(log_.collect_aborted_txns(log_.log_start_offset, rng.first_uncleanable))
         offset_map, end_offset = _build_offset_map(
-            log_, rng.first_dirty, rng.first_uncleanable, dedupe_buffer_bytes
+            log_, rng.first_dirty, rng.first_uncleanable, dedupe_buffer_bytes, aborted
         )
         segments = log_.segments()
         uppers = [s.base_offset for s in segments[1:]] + [log_.log_end_offset]
@@ -332,7 +370,7 @@ def clean_log(
         ]
         if not chosen:
             return None
-        batch_filter = _BatchFilter(offset_map, end_offset, now_ms, log_.config.delete_retention_ms)
+        batch_filter = _BatchFilter(offset_map, end_offset, now_ms, log_.config.delete_retention_ms, aborted)
         read = written = 0
         groups = _group_segments([s for s, _ in chosen], [u for _, u in chosen], log_.config.segment_bytes)
         for group in groups:

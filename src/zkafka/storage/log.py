@@ -77,6 +77,7 @@ from zkafka.storage.retention import (
 )
 from zkafka.storage.scan import read_exactly
 from zkafka.storage.segment import LogSegment, TimestampOffset
+from zkafka.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,9 @@ class Log:
         self._leo = 0
         # earliest expiry of tombstones kept by the last compaction (-1: none known)
         self.latest_delete_horizon = -1
+        # the first offset of a transaction not yet settled (the partition's producer state knows
+        # it; set by its owner): compaction stops there, since such records may still be aborted
+        self.first_unstable_offset: Callable[[], int | None] = lambda: None
         self.dir_path.mkdir(exist_ok=True)
         self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
         loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
@@ -457,6 +461,28 @@ class Log:
                 offset = h.next_offset
             if pos == 0:
                 return
+
+    # ---- aborted transactions (`.txnindex`) ---------------------------------------------------
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record a transaction aborted by the marker at `txn.last_offset` (just appended) in the
+        `.txnindex` of the segment holding the marker."""
+        with self._lock:
+            self._check_open()
+            i = max(0, bisect_right(self._bases, txn.last_offset) - 1)
+            self._segments[i].txn_index.append(txn)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions that may have records in [fetch_offset, upper_bound): what a
+        read_committed fetch lists so the client can drop their records. A transaction's marker
+        is never before its data, so segments before the one holding `fetch_offset` are skipped."""
+        with self._lock:
+            self._check_open()
+            i = max(0, bisect_right(self._bases, fetch_offset) - 1)
+            out: list[AbortedTxn] = []
+            for seg in self._segments[i:]:
+                out += seg.txn_index.collect(fetch_offset, upper_bound)
+            return out
 
     # ---- offsets by timestamp -------------------------------------------------------------------
 

@@ -13,7 +13,18 @@ leader checks every client batch that carries a producer id *before* it gets off
 Followers and log recovery replay batches without checks (`update` only). All of this works
 on batch headers, so the produce path stays batch-level.
 
-Snapshots use Kafka's PidSnapshot v1 layout in `<20d>.snapshot` (end offset, exclusive).
+Transactions: a producer's first transactional batch opens its transaction at that batch's
+offset (`ProducerEntry.current_txn_first_offset`); its COMMIT or ABORT marker (a control batch,
+written only by the coordinator's WriteTxnMarkers) closes it and `update` returns the
+`CompletedTxn`. The first unstable offset is the earliest first offset of the transactions still
+open, or of those completed by a marker the high watermark has not passed yet; the partition's
+last stable offset (LSO) is that or the high watermark, whichever is lower. Markers are checked
+(`check_marker`): an older producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
+TRANSACTION_COORDINATOR_FENCED. A non-transactional batch from a producer with an open
+transaction is INVALID_TXN_STATE.
+
+Snapshots use Kafka's PidSnapshot v1 layout in `<20d>.snapshot` (end offset, exclusive), the
+open transaction's first offset included.
 """
 
 from __future__ import annotations
@@ -56,8 +67,28 @@ class OutOfOrderSequenceError(ProducerStateError):
         super().__init__("OUT_OF_ORDER_SEQUENCE_NUMBER", message)
 
 
+class InvalidTxnStateError(ProducerStateError):
+    def __init__(self, message: str) -> None:
+        super().__init__("INVALID_TXN_STATE", message)
+
+
+class CoordinatorFencedError(ProducerStateError):
+    def __init__(self, message: str) -> None:
+        super().__init__("TRANSACTION_COORDINATOR_FENCED", message)
+
+
 class CorruptSnapshotError(ValueError):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by the marker at `last_offset`."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +111,8 @@ class ProducerEntry:
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
     last_timestamp: int = -1
     coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+    """The first offset of this producer's open transaction, -1 when it has none."""
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.epoch:
@@ -105,6 +138,8 @@ class ProducerStateManager:
         self.log_dir = log_dir
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # all batches below this offset are reflected in `producers`
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self.unreplicated: deque[CompletedTxn] = deque()  # completed, marker not yet below the HW
 
     # -- leader-side checks --------------------------------------------------------------------
     def check(self, header: BatchHeader) -> BatchMetadata | None:
@@ -112,8 +147,8 @@ class ProducerStateManager:
         batch is a duplicate of one already in the log (the caller answers with its offsets),
         None when it may be appended; raises ProducerStateError when it must be refused."""
         pid = header.producer_id
-        if pid < 0:
-            return None
+        if pid < 0 or header.is_control:
+            return None  # markers are checked by `check_marker`
         entry = self.producers.get(pid)
         if entry is None:
             return None  # unknown producer: any sequence is accepted (KIP-360)
@@ -135,12 +170,40 @@ class ProducerStateManager:
             raise OutOfOrderSequenceError(
                 f"producer {pid} epoch {epoch}: sequence {first_seq} does not follow {entry.last_seq}"
             )
+        if not header.is_transactional and entry.current_txn_first_offset >= 0:
+            raise InvalidTxnStateError(f"producer {pid} wrote a non-transactional batch inside a transaction")
         return None
 
+    def check_epoch(self, header: BatchHeader) -> None:
+        """Only the epoch rule: for transactional batches the coordinators write (TxnOffsetCommit),
+        whose sequences are not the producer's."""
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}"
+            )
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """A marker from the transaction coordinator, before it is appended."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} has epoch {epoch}, older than {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise CoordinatorFencedError(
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}"
+            )
+
     # -- state updates (leader after append, followers, recovery) --------------------------------
-    def update(self, header: BatchHeader) -> None:
-        """Record an appended batch (its header carries the assigned base offset)."""
+    def update(self, header: BatchHeader, marker: tuple[bool, int] | None = None) -> CompletedTxn | None:
+        """Record an appended batch (its header carries the assigned base offset). For a control
+        batch, `marker` is its (commit, coordinator epoch); the transaction it closes is returned."""
         pid = header.producer_id
+        completed = None
         if pid >= 0:
             entry = self.producers.get(pid)
             if entry is None:
@@ -148,7 +211,12 @@ class ProducerStateManager:
             if header.producer_epoch != entry.epoch:
                 entry.epoch = header.producer_epoch
                 entry.batches.clear()
-            if header.base_sequence >= 0:
+            if header.is_control:
+                completed = self._end_txn(entry, header, marker)
+            elif header.is_transactional and entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = header.base_offset
+                self.ongoing[pid] = header.base_offset
+            if header.base_sequence >= 0 and not header.is_control:
                 entry.batches.append(
                     BatchMetadata(
                         header.base_sequence,
@@ -160,32 +228,78 @@ class ProducerStateManager:
                 )
             entry.last_timestamp = header.max_timestamp
         self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        return completed
 
-    def replay(self, headers: Iterable[BatchHeader]) -> None:
-        for h in headers:
+    def _end_txn(
+        self, entry: ProducerEntry, header: BatchHeader, marker: tuple[bool, int] | None
+    ) -> CompletedTxn | None:
+        commit, coordinator_epoch = marker if marker is not None else (True, entry.coordinator_epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        self.ongoing.pop(entry.producer_id, None)
+        if first < 0:
+            return None  # a marker without data (e.g. an abort right after InitProducerId)
+        done = CompletedTxn(entry.producer_id, first, header.base_offset, not commit)
+        self.unreplicated.append(done)
+        return done
+
+    # -- transactions and the last stable offset --------------------------------------------------
+    def first_unstable_offset(self) -> int | None:
+        """The earliest first offset of an open transaction, or of one whose marker is not yet
+        below the high watermark; None when every transaction is settled."""
+        candidates = list(self.ongoing.values())
+        if self.unreplicated:
+            candidates.append(self.unreplicated[0].first_offset)
+        return min(candidates) if candidates else None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO recorded with an aborted transaction in `.txnindex`: the first offset of the
+        earliest transaction still open, or just past the marker."""
+        return min(self.ongoing.values(), default=completed.last_offset + 1)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Markers below the high watermark are replicated: their transactions are settled."""
+        while self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
+            self.unreplicated.popleft()
+
+    def replay(self, batches: Iterable[tuple[BatchHeader, tuple[bool, int] | None]]) -> None:
+        """Replay appended batches, each with its marker (commit, coordinator epoch) if a control
+        batch; the caller then reports the high watermark (`on_high_watermark`)."""
+        for h, marker in batches:
             if h.next_offset > self.map_end_offset:
-                self.update(h)
+                self.update(h, marker)
 
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or beyond `offset` (log truncation); reload from a snapshot then."""
         for pid in list(self.producers):
             entry = self.producers[pid]
             kept = [b for b in entry.batches if b.last_offset < offset]
-            if not kept:
+            if entry.current_txn_first_offset >= offset:
+                entry.current_txn_first_offset = -1
+                self.ongoing.pop(pid, None)
+            if not kept and entry.current_txn_first_offset < 0:
                 del self.producers[pid]
                 continue
             entry.batches.clear()
             entry.batches.extend(kept)
+        self.unreplicated = deque(t for t in self.unreplicated if t.last_offset < offset)
         self.map_end_offset = min(self.map_end_offset, offset)
 
     def clear(self, start_offset: int = 0) -> None:
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
         self.map_end_offset = start_offset
 
     def expire(self, now_ms: int, expiration_ms: int) -> None:
         """Drop producers idle longer than `producer.id.expiration.ms`."""
-        for pid in [p for p, e in self.producers.items() if now_ms - e.last_timestamp > expiration_ms]:
-            del self.producers[pid]
+        for pid in [
+            p
+            for p, e in self.producers.items()
+            if now_ms - e.last_timestamp > expiration_ms and e.current_txn_first_offset < 0
+        ]:
+            del self.producers[pid]  # never one with an open transaction (Kafka keeps those too)
 
     # -- snapshots (PidSnapshot v1 bytes) ---------------------------------------------------------
     def snapshot_bytes(self) -> bytes:
@@ -200,7 +314,7 @@ class ProducerStateManager:
                 last.offset_delta if last else 0,
                 e.last_timestamp,
                 e.coordinator_epoch,
-                -1,
+                e.current_txn_first_offset,
             )
         count = struct.pack(">i", len(self.producers))
         crc = crc32c(count + bytes(body))
@@ -216,12 +330,15 @@ class ProducerStateManager:
             raise CorruptSnapshotError("snapshot CRC mismatch")
         if count < 0 or len(data) != _SNAP_HEADER.size + count * _SNAP_ENTRY.size:
             raise CorruptSnapshotError(f"snapshot length does not match its {count} entries")
-        self.producers.clear()
+        self.clear()
         for i in range(count):
-            pid, epoch, last_seq, last_offset, delta, ts, coord_epoch, _ = _SNAP_ENTRY.unpack_from(
+            pid, epoch, last_seq, last_offset, delta, ts, coord_epoch, txn_first = _SNAP_ENTRY.unpack_from(
                 data, _SNAP_HEADER.size + i * _SNAP_ENTRY.size
             )
             entry = ProducerEntry(pid, epoch, last_timestamp=ts, coordinator_epoch=coord_epoch)
+            if txn_first >= 0:
+                entry.current_txn_first_offset = txn_first
+                self.ongoing[pid] = txn_first
             if last_seq >= 0:
                 first_seq = last_seq - delta if last_seq >= delta else INT32_MAX + 1 - (delta - last_seq)
                 entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset, delta, ts))

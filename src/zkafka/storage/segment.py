@@ -21,9 +21,10 @@ from pathlib import Path
 from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError
 from zkafka.storage.errors import CorruptIndexError, LogClosedError, StorageError
 from zkafka.storage.index import INT32_MAX, OffsetIndex
-from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
 from zkafka.storage.time_index import NO_TIMESTAMP, TimeIndex
+from zkafka.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class LogSegment:
             max_index_bytes,
             create=create,
         )
+        self.txn_index = TransactionIndex(segment_file(dir_path, base_offset, TXN_INDEX_SUFFIX, suffix))
         self._fd: int | None = None
         self.closed = False  # after close()/delete_files(): never reopen the file by accident
         if create:
@@ -401,6 +403,8 @@ class LogSegment:
             log.warning("%s: truncating %d invalid bytes at position %d", self.log_path, truncated, valid)
             os.ftruncate(self.fd, valid)
             self.size = valid
+        if truncate:
+            self.txn_index.truncate_to(next_offset)  # markers that did not survive the cut
         time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
         index.write_pending()
         time_index.write_pending()
@@ -415,6 +419,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.bytes_since_last_index_entry = 0
         if found is None:
             return 0
@@ -442,8 +447,9 @@ class LogSegment:
         os.utime(self.log_path, ns=(time.time_ns(), ms * 1_000_000))
 
     def change_suffix(self, new_suffix: str) -> None:
-        """Rename all three files from the current temporary suffix to `new_suffix` (the log last,
-        so a `.log<suffix>` on disk means the indexes were already renamed)."""
+        """Rename the files from the current temporary suffix to `new_suffix` (the log last, so a
+        `.log<suffix>` on disk means the indexes were already renamed)."""
+        self.txn_index.rename(segment_file(self.dir_path, self.base_offset, TXN_INDEX_SUFFIX, new_suffix))
         for idx, ext in ((self.index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
             target = segment_file(self.dir_path, self.base_offset, ext, new_suffix)
             if idx.path.exists():
@@ -475,8 +481,9 @@ class LogSegment:
             log.warning("closing %s: %s", self.log_path, e)
 
     def delete_files(self) -> None:
-        """Close and remove all three files (whatever their current suffix)."""
+        """Close and remove the segment's files (whatever their current suffix)."""
         self.closed = True
+        self.txn_index.delete()
         self.index.delete()
         self.time_index.delete()
         if self._fd is not None:

@@ -120,3 +120,15 @@ class OldConsumerStoreMixin(ZkSession):
         path = ConsumerOffsetZNode.path(group, tp)
         found = self.get_data(path)
         return None if found is None else ConsumerOffsetZNode.decode(found[0], path)
+
+    def get_consumer_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """Every offset committed under `/consumers/<group>/offsets` (children that are not partition
+        numbers are skipped)."""
+        out = {}
+        for topic in self.get_children(ConsumerGroupZNodes.offsets_path(group)) or []:
+            for p in self.get_children(ConsumerGroupZNodes.offsets_path(group, topic)) or []:
+                if p.isdigit():
+                    offset = self.get_consumer_offset(group, TopicPartition(topic, int(p)))
+                    if offset is not None:
+                        out[TopicPartition(topic, int(p))] = offset
+        return out

@@ -25,6 +25,7 @@ import enum
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -346,10 +347,19 @@ class ZkExecutor:
 
     def __init__(self, name: str = "zk-calls") -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.observe_ms: Callable[[float], None] | None = None
+        """Told how long each call took, waiting for the thread included (the broker's metrics)."""
 
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        observe = self.observe_ms
+        if observe is None:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        began = time.perf_counter()
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        finally:
+            observe((time.perf_counter() - began) * 1000)
 
     def shutdown(self, wait: bool = True) -> None:
         self._executor.shutdown(wait=wait)

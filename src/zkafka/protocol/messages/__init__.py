@@ -7,6 +7,14 @@
 from __future__ import annotations
 
 from zkafka.protocol.message import Message
+from zkafka.protocol.messages.add_offsets_to_txn import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
+from zkafka.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
 from zkafka.protocol.messages.alter_client_quotas import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
@@ -83,6 +91,14 @@ from zkafka.protocol.messages.describe_log_dirs import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
+from zkafka.protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
+from zkafka.protocol.messages.describe_transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from zkafka.protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
@@ -90,6 +106,10 @@ from zkafka.protocol.messages.describe_user_scram_credentials import (
 from zkafka.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
     ElectLeadersResponse,
+)
+from zkafka.protocol.messages.end_txn import (
+    EndTxnRequest,
+    EndTxnResponse,
 )
 from zkafka.protocol.messages.fetch import (
     FetchRequest,
@@ -135,6 +155,10 @@ from zkafka.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from zkafka.protocol.messages.list_transactions import (
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from zkafka.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -175,9 +199,17 @@ from zkafka.protocol.messages.sync_group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from zkafka.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from zkafka.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+)
+from zkafka.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 
 REQUEST_CLASSES: dict[int, type[Message]] = {
@@ -205,6 +237,11 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsRequest,
     22: InitProducerIdRequest,
     23: OffsetForLeaderEpochRequest,
+    24: AddPartitionsToTxnRequest,
+    25: AddOffsetsToTxnRequest,
+    26: EndTxnRequest,
+    27: WriteTxnMarkersRequest,
+    28: TxnOffsetCommitRequest,
     29: DescribeAclsRequest,
     30: CreateAclsRequest,
     31: DeleteAclsRequest,
@@ -224,6 +261,9 @@ REQUEST_CLASSES: dict[int, type[Message]] = {
     50: DescribeUserScramCredentialsRequest,
     51: AlterUserScramCredentialsRequest,
     60: DescribeClusterRequest,
+    61: DescribeProducersRequest,
+    65: DescribeTransactionsRequest,
+    66: ListTransactionsRequest,
 }
 
 RESPONSE_CLASSES: dict[int, type[Message]] = {
@@ -251,6 +291,11 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     21: DeleteRecordsResponse,
     22: InitProducerIdResponse,
     23: OffsetForLeaderEpochResponse,
+    24: AddPartitionsToTxnResponse,
+    25: AddOffsetsToTxnResponse,
+    26: EndTxnResponse,
+    27: WriteTxnMarkersResponse,
+    28: TxnOffsetCommitResponse,
     29: DescribeAclsResponse,
     30: CreateAclsResponse,
     31: DeleteAclsResponse,
@@ -270,11 +315,18 @@ RESPONSE_CLASSES: dict[int, type[Message]] = {
     50: DescribeUserScramCredentialsResponse,
     51: AlterUserScramCredentialsResponse,
     60: DescribeClusterResponse,
+    61: DescribeProducersResponse,
+    65: DescribeTransactionsResponse,
+    66: ListTransactionsResponse,
 }
 
 __all__ = [
     "REQUEST_CLASSES",
     "RESPONSE_CLASSES",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
@@ -313,10 +365,16 @@ __all__ = [
     "DescribeGroupsResponse",
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
+    "DescribeProducersRequest",
+    "DescribeProducersResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
     "DescribeUserScramCredentialsRequest",
     "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
     "FetchRequest",
     "FetchResponse",
     "FindCoordinatorRequest",
@@ -339,6 +397,8 @@ __all__ = [
     "ListOffsetsResponse",
     "ListPartitionReassignmentsRequest",
     "ListPartitionReassignmentsResponse",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
     "MetadataRequest",
     "MetadataResponse",
     "OffsetCommitRequest",
@@ -359,6 +419,10 @@ __all__ = [
     "StopReplicaResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]

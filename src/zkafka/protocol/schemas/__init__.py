@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from zkafka.protocol.schema import ApiSpec
 from zkafka.protocol.schemas import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -27,8 +29,11 @@ from zkafka.protocol.schemas import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -40,6 +45,7 @@ from zkafka.protocol.schemas import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -50,7 +56,9 @@ from zkafka.protocol.schemas import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 
 _MODULES = (
@@ -78,6 +86,11 @@ _MODULES = (
     delete_records,
     init_producer_id,
     offset_for_leader_epoch,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
     describe_configs,
     alter_configs,
     create_partitions,
@@ -97,6 +110,9 @@ _MODULES = (
     alter_client_quotas,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 
 SPECS: dict[int, ApiSpec] = {m.SPEC.key: m.SPEC for m in _MODULES}

@@ -28,6 +28,7 @@ from zkafka.server.apis import (
     sasl,
     scram_credentials,
     topics,
+    transactions,
 )
 from zkafka.server.dispatcher import Handler
 
@@ -75,4 +76,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DESCRIBE_CLUSTER: cluster.handle,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.handle_describe,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.handle_alter,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets,
+    ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
+    ApiKey.END_TXN: transactions.handle_end_txn,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
 }

@@ -134,6 +134,8 @@ def _apply_leader_and_isr(
 ) -> LeaderAndIsrResponse:
     errors = ctx.services.replicas.become_leader_or_follower(request.controller_epoch, changes)
     ctx.services.groups.on_leadership_changed(errors)
+    if ctx.services.transactions is not None:
+        ctx.services.transactions.on_leadership_changed(errors)
     errors = {**refused, **errors}
     return LeaderAndIsrResponse(
         partition_errors=[

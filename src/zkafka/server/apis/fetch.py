@@ -10,12 +10,16 @@ always makes progress. When less than `min_bytes` is available the request is pa
 allows per measurement, and the KIP-219 throttle time (`zkafka.server.client_quotas`). Fetch
 sessions (v7+) are declined with session id 0 (KIP-227 allows it).
 
+read_committed consumers (v4+, isolation_level 1) read below the last stable offset (LSO) only,
+and each answer lists the aborted transactions (from the `.txnindex`es) that may have records in
+what it returns, so the client drops them; the LSO is in every v4+ answer.
+
 Fetch v0-v3 clients cannot read RecordBatch v2: their data is down-converted to magic 0 (v0-v1)
 or magic 1 (v2-v3) message sets (`zkafka.records.legacy`), unless the topic's
 `message.downconversion.enable` is false (UNSUPPORTED_VERSION). As KIP-283 has it, the stored
 batches are read and converted one at a time and conversion stops at the partition's byte limit,
 cutting only between whole messages (the first always whole): a large fetch is never read or
-converted at once. Converted records are counted per topic (`BrokerServices.conversions`).
+converted at once. Converted records are counted per topic (`fetchmessageconversions_total`).
 
 Fetch v13 names topics by id (KIP-516), resolved through the metadata cache: an id no live topic
 has answers its partitions with UNKNOWN_TOPIC_ID (the client refreshes its metadata), so a
@@ -56,12 +60,14 @@ class _Read:
     size: int = 0
     errors: bool = False
     partitions: list[TopicPartition] = field(default_factory=list)
+    bytes_by_topic: dict[str, int] = field(default_factory=dict)
 
 
 def handle(ctx: RequestContext, request: FetchRequest) -> Resp | Awaitable[Resp]:
     quota_max = _quota_max_bytes(ctx, request)
     first = _read(ctx, request, quota_max=quota_max)
     if first.size >= request.min_bytes or request.max_wait_ms <= 0 or first.errors or not first.partitions:
+        _count(ctx, request, first)
         return _throttled(ctx, first, quota_max)
     return _long_poll(ctx, request, first, quota_max)
 
@@ -86,6 +92,22 @@ def _throttled(ctx: RequestContext, read: _Read, quota_max: int | None) -> Resp:
     return read.response
 
 
+def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
+    """Bytes out and failed fetches of the response actually sent (a long-poll's first read is not)."""
+    metrics = ctx.services.metrics
+    if metrics is None:
+        return
+    follower = request.replica_id >= 0
+    topics = metrics.topics
+    for topic, nbytes in read.bytes_by_topic.items():
+        topics.fetched(topic, nbytes, follower=follower)
+    if read.errors:
+        for t in read.response.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    metrics.partition_error("Fetch", t.topic, p.error_code, produce=False)
+
+
 async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
     def enough() -> bool:
         return _available(ctx, request) >= request.min_bytes
@@ -95,7 +117,9 @@ async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, q
     # The follower's position was recorded when the request arrived; recording it again now would
     # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
     # controlled shutdown) back into the ISR.
-    return _throttled(ctx, _read(ctx, request, record_follower=False, quota_max=quota_max), quota_max)
+    final = _read(ctx, request, record_follower=False, quota_max=quota_max)
+    _count(ctx, request, final)
+    return _throttled(ctx, final, quota_max)
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -123,7 +147,9 @@ def _down_converted(
             "message.downconversion.enable is false: fetch with version 4 or later",
         )
     converted = down_convert_within(records.batches(), magic, limit, offset)
-    ctx.services.conversions.count_fetch(tp.topic, converted.records)
+    metrics = ctx.services.metrics
+    if metrics is not None:
+        metrics.converted(tp.topic, converted.records)
     return converted
 
 
@@ -134,14 +160,24 @@ def _topic_name(ctx: RequestContext, topic: FetchRequest.FetchTopic) -> str | No
     return ctx.services.metadata.topic_name(topic.topic_id)
 
 
-def _visible_end(partition, is_follower: bool) -> int:  # type: ignore[no-untyped-def]
-    return partition.log.log_end_offset if is_follower else partition.high_watermark
+READ_COMMITTED = 1
+
+
+def _read_committed(ctx: RequestContext, request: FetchRequest) -> bool:
+    return ctx.api_version >= FIRST_V2_FETCH_VERSION and request.isolation_level == READ_COMMITTED
+
+
+def _visible_end(partition, is_follower: bool, read_committed: bool = False) -> int:  # type: ignore[no-untyped-def]
+    if is_follower:
+        return partition.log.log_end_offset
+    return partition.last_stable_offset if read_committed else partition.high_watermark
 
 
 def _available(ctx: RequestContext, request: FetchRequest) -> int:
     """Bytes a re-read would return now (without side effects)."""
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
+    committed = _read_committed(ctx, request)
     total = 0
     for t in request.topics:
         name = _topic_name(ctx, t)
@@ -151,7 +187,7 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
             part = replicas.get_partition(TopicPartition(name, p.partition))
             if part is None or not part.is_leader:
                 return 1 << 30  # answer now: the client must learn about the error
-            end = _visible_end(part, is_follower)
+            end = _visible_end(part, is_follower, committed)
             if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
                 continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
             if p.fetch_offset < end:
@@ -188,6 +224,7 @@ def _read(
     if quota_max is not None:
         budget = min(budget, quota_max)
     legacy_magic = _legacy_magic(ctx.api_version)
+    committed = _read_committed(ctx, request)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
     topics = []
@@ -214,9 +251,9 @@ def _read(
                     ):
                         replicas.delayed.notify(low_watermark_key(tp))
                     ctx.services.isr.maybe_expand(part, request.replica_id)
-                end = _visible_end(part, is_follower)
+                end = _visible_end(part, is_follower, committed)
                 out.high_watermark = part.high_watermark
-                out.last_stable_offset = part.high_watermark
+                out.last_stable_offset = part.last_stable_offset
                 out.log_start_offset = log_.log_start_offset
                 if p.fetch_offset > log_.log_end_offset or p.fetch_offset < log_.log_start_offset:
                     raise OffsetOutOfRangeError(
@@ -233,6 +270,11 @@ def _read(
                 limit = min(p.partition_max_bytes, budget)
                 chunk = log_.read(p.fetch_offset, limit, max_offset=end, min_one_batch=result.size == 0)
                 if chunk.size:
+                    if committed:
+                        out.aborted_transactions = [
+                            Resp.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                            for t in log_.collect_aborted_txns(p.fetch_offset, end)
+                        ]
                     records = FileRecords(chunk.fd, chunk.position, chunk.size)
                     size = chunk.size
                     if legacy_magic is None:
@@ -243,6 +285,8 @@ def _read(
                         )
                         out.records, size = converted.chunks or b"", converted.size
                     result.size += size
+                    by_topic = result.bytes_by_topic
+                    by_topic[t.topic] = by_topic.get(t.topic, 0) + size
                     budget -= size
                     if throttled:
                         ctx.services.leader_throttle.record(size, now)  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
-"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, ListGroups, DescribeGroups, DeleteGroups. Version 0 of OffsetCommit/OffsetFetch keeps
-offsets in ZooKeeper instead (`zk_offsets.py`), as Kafka does.
+"""The group APIs: FindCoordinator (also for transactional ids, key type 1), JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
+Version 0 of OffsetCommit/OffsetFetch keeps offsets in ZooKeeper instead (`zk_offsets.py`), as
+Kafka does.
 
 Each handler turns a request into a call on the broker's group coordinator
 (`zkafka.coordinator`) and the result into the response of the request's version. JoinGroup and
@@ -72,14 +73,18 @@ async def handle_find_coordinator(
 ) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.api_version >= 1 else GROUP_KEY
     if key_type == TRANSACTION_KEY:
-        return _coordinator_error(
-            ErrorCode.COORDINATOR_NOT_AVAILABLE, "zkafka has no transaction coordinator"
-        )
-    if key_type != GROUP_KEY:
+        transactions = ctx.services.transactions
+        if transactions is None:
+            return _coordinator_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator")
+        if not request.key:
+            return _coordinator_error(ErrorCode.INVALID_REQUEST, "the transactional id is empty")
+        found = await transactions.find_coordinator(request.key, ctx.listener)
+    elif key_type != GROUP_KEY:
         return _coordinator_error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    if not request.key:
+    elif not request.key:
         return _coordinator_error(ErrorCode.INVALID_GROUP_ID, "the group id is empty")
-    found = await _service(ctx).find_coordinator(request.key, ctx.listener)
+    else:
+        found = await _service(ctx).find_coordinator(request.key, ctx.listener)
     if found.error != ErrorCode.NONE:
         return _coordinator_error(found.error, found.message)
     return FindCoordinatorResponse(

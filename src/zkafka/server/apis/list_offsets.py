@@ -1,4 +1,5 @@
-"""ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
+"""ListOffsets: earliest, latest (the high watermark for consumers; the last stable offset for
+read_committed ones, v2+), or by timestamp (below the same bound).
 
 v0 (Burrow, sarama, kafka-go 0.2) answers with `old_style_offsets`: for earliest and latest, Kafka's
 old "offsets before" list (`_offsets_before`), at most `max_num_offsets` of them; for a timestamp,
@@ -15,11 +16,13 @@ from zkafka.server.partition import Partition
 from zkafka.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 Resp = ListOffsetsResponse
+READ_COMMITTED = 1
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
+    committed = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
     topics = []
     for t in request.topics:
         parts = []
@@ -28,15 +31,16 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
             try:
                 part = leader_for(replicas, t.name, p.partition_index, p.current_leader_epoch)
                 log = part.log
+                visible = part.last_stable_offset if committed else part.high_watermark
                 if p.timestamp == EARLIEST_TIMESTAMP:
                     offset, ts = log.log_start_offset, -1
                 elif p.timestamp == LATEST_TIMESTAMP:
-                    offset, ts = (log.log_end_offset if is_follower else part.high_watermark), -1
+                    offset, ts = (log.log_end_offset if is_follower else visible), -1
                 elif p.timestamp < 0 and p.timestamp != -3:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"bad timestamp {p.timestamp}")
                 else:
                     found = log.offset_for_timestamp(p.timestamp)
-                    if found is None or (not is_follower and found.offset >= part.high_watermark):
+                    if found is None or (not is_follower and found.offset >= visible):
                         offset, ts = -1, -1
                     else:
                         offset, ts = found.offset, found.timestamp

@@ -9,6 +9,10 @@ be dropped by the cleaner later, a silent loss) with INVALID_RECORD and per-reco
 acks=1 is answered at once, acks=all (-1) waits (no polling) until the high watermark covers
 the appended offsets or `timeout_ms` passes. With a `producer_byte_rate` quota the request's bytes
 are recorded and the response carries the KIP-219 throttle time (`zkafka.server.client_quotas`).
+
+Transactional batches (KIP-98) go through the same producer-state checks; their producer's
+transaction stays open in the partition's state until the coordinator's marker closes it.
+Control batches from clients are refused: only WriteTxnMarkers writes markers.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
             except Exception:
                 log.exception("produce to %s failed", tp)
                 out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            if out.error_code and ctx.services.metrics is not None:
+                ctx.services.metrics.partition_error("Produce", t.name, out.error_code, produce=True)
     throttle = _produce_quota(ctx, request)
     if acks == 0:
         ctx.connection.throttle(throttle)  # no response to carry it: the mute alone slows the client
@@ -118,8 +124,13 @@ def _append(
     except InvalidRecordError as e:
         raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(e)) from None
     for h in headers:
-        if h.is_transactional or h.is_control:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "transactional produce is not supported by zkafka")
+        if h.is_control:
+            # markers come from the transaction coordinator (WriteTxnMarkers), never from clients
+            raise KafkaError(ErrorCode.INVALID_RECORD, "a producer cannot write control batches")
+        if h.is_transactional and (h.producer_id < 0 or h.base_sequence < 0):
+            raise KafkaError(
+                ErrorCode.INVALID_RECORD, "a transactional batch needs a producer id and sequence"
+            )
         if h.compression == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     config = partition.log.config
@@ -132,6 +143,12 @@ def _append(
         out.log_start_offset = partition.log.log_start_offset
         return (duplicate.last_offset + 1, partition.leader_epoch) if acks == -1 else None
     info, epoch = ctx.services.replicas.append_to_leader(partition.tp, batches, headers, required_acks=acks)
+    metrics = ctx.services.metrics
+    if metrics is not None:  # per partition, from the batch headers: no record is decoded
+        records = 0
+        for h in headers:
+            records += h.records_count
+        metrics.topics.produced(partition.tp.topic, records, len(batches))
     out.base_offset = info.first_offset
     out.log_append_time_ms = info.log_append_time
     out.log_start_offset = info.log_start_offset
@@ -203,8 +220,11 @@ async def _await_replication(
     throttle_ms: int,
 ) -> Resp:
     errors = await ctx.services.replicas.wait_for_replication(waiting, timeout_ms / 1000)
+    metrics = ctx.services.metrics
     for tp, error in errors.items():
         results[tp].error_code = error
+        if error and metrics is not None:
+            metrics.partition_error("Produce", tp.topic, error, produce=True)
     return _response(results, throttle_ms)
 
 

@@ -1,4 +1,10 @@
-"""InitProducerId for idempotent (non-transactional) producers; epoch 0 for a fresh id."""
+"""InitProducerId: a fresh producer id at epoch 0 for an idempotent producer; for a transactional
+id, the transaction coordinator's answer (the id's producer id with its epoch bumped, fencing the
+previous instance of the producer).
+
+Kafka answers PRODUCER_FENCED only to InitProducerId v4+ (KIP-588); older versions get
+INVALID_PRODUCER_EPOCH instead.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +16,34 @@ from zkafka.server.dispatcher import RequestContext
 
 log = logging.getLogger(__name__)
 
+FIRST_VERSION_WITH_PRODUCER_FENCED = 4
+
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
-        # Transactions need a transaction coordinator, which zkafka does not have: refuse clearly.
-        log.info("refused InitProducerId for transactional id %r", request.transactional_id)
-        return InitProducerIdResponse(
-            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1
-        )
+        return await _transactional(ctx, request)
     try:
         pid = await ctx.services.producer_ids.next_id()
     except Exception:
         log.exception("producer id allocation failed")
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1)
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=pid, producer_epoch=0)
+
+
+async def _transactional(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    transactions = ctx.services.transactions
+    if transactions is None:
+        return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1)
+    try:
+        result = await transactions.coordinator.init_producer_id(
+            request.transactional_id or "", request.transaction_timeout_ms
+        )
+    except Exception:
+        log.exception("InitProducerId for %r failed", request.transactional_id)
+        return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1)
+    error = result.error
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < FIRST_VERSION_WITH_PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return InitProducerIdResponse(
+        error_code=error, producer_id=result.producer_id, producer_epoch=result.producer_epoch
+    )

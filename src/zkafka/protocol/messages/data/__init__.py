@@ -17,6 +17,10 @@ from zkafka.protocol.messages.data.coordinator_records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from zkafka.protocol.messages.data.transaction_records import (
+    TransactionLogKey,
+    TransactionLogValue,
+)
 
 DATA_CLASSES: dict[str, type[Message]] = {
     "ConsumerProtocolAssignment": ConsumerProtocolAssignment,
@@ -25,6 +29,8 @@ DATA_CLASSES: dict[str, type[Message]] = {
     "GroupMetadataValue": GroupMetadataValue,
     "OffsetCommitKey": OffsetCommitKey,
     "OffsetCommitValue": OffsetCommitValue,
+    "TransactionLogKey": TransactionLogKey,
+    "TransactionLogValue": TransactionLogValue,
 }
 
 __all__ = [
@@ -35,4 +41,6 @@ __all__ = [
     "GroupMetadataValue",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "TransactionLogKey",
+    "TransactionLogValue",
 ]

@@ -7,9 +7,9 @@ generated classes are in `zkafka.protocol.messages.data.<module>`).
 from __future__ import annotations
 
 from zkafka.protocol.schema import DataSpec
-from zkafka.protocol.schemas.data import consumer_protocol, coordinator_records
+from zkafka.protocol.schemas.data import consumer_protocol, coordinator_records, transaction_records
 
-_MODULES = (coordinator_records, consumer_protocol)
+_MODULES = (coordinator_records, consumer_protocol, transaction_records)
 
 DATA_SPECS: dict[str, DataSpec] = {spec.name: spec for m in _MODULES for spec in m.SPECS}
 

@@ -1,0 +1,22 @@
+"""AddOffsetsToTxn (key 25): a transactional producer will commit a group's offsets in its
+transaction (the group's `__consumer_offsets` partition joins the transaction).
+
+Version notes: v1 is the same as v0; v2 lets the broker answer PRODUCER_FENCED; v3 is the first
+flexible version.
+"""
+
+from zkafka.protocol.schema import F, api
+
+SPEC = api(
+    25,
+    "AddOffsetsToTxn",
+    versions="0-3",
+    flexible="3+",
+    request=[
+        F("transactional_id", "string"),
+        F("producer_id", "int64"),
+        F("producer_epoch", "int16"),
+        F("group_id", "string"),
+    ],
+    response=[F("throttle_time_ms", "int32"), F("error_code", "int16")],
+)

@@ -1,0 +1,44 @@
+"""Replaying a `__transaction_state` partition when this broker becomes its leader.
+
+The last record per transactional id wins; a null value removes the id (it expired). Undecodable
+records are logged and skipped: one bad record must not take every id of the partition offline.
+Plain disk reading: run it off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from zkafka.records import iter_records
+from zkafka.storage.log import Log
+from zkafka.transactions.log_records import CorruptTransactionRecordError, decode_key, decode_value
+from zkafka.transactions.metadata import TxnTransit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class LoadedTransactions:
+    transactions: dict[str, TxnTransit] = field(default_factory=dict)
+    records: int = 0
+
+
+def read_transactions(log_: Log) -> LoadedTransactions:
+    out = LoadedTransactions()
+    for header, data in log_.iter_batches():
+        if header.is_control:
+            continue
+        for rec in iter_records(data):
+            out.records += 1
+            try:
+                txn_id = decode_key(rec.key)
+                if rec.value is None:
+                    out.transactions.pop(txn_id, None)
+                else:
+                    out.transactions[txn_id] = decode_value(rec.value)
+            except CorruptTransactionRecordError as e:
+                log.warning(
+                    "%s offset %d: skipping undecodable record: %s", log_.dir_path.name, rec.offset, e
+                )
+    return out

@@ -1,0 +1,105 @@
+"""A partition replica with transactions (zkafka.server.partition over a real log): the LSO as
+transactional batches and markers arrive, markers checked against the producer and coordinator
+epochs, `.txnindex` written, and the same state rebuilt from disk after a restart or a
+truncation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.records.batch import validate_batches
+from zkafka.records.record import Record, build_batch, build_end_txn_marker
+from zkafka.server.partition import LeaderState, Partition
+from zkafka.storage.config import LogConfig
+from zkafka.storage.log import Log
+from zkafka.storage.naming import TopicPartition
+from zkafka.storage.txn_index import AbortedTxn
+
+TP = TopicPartition("out", 0)
+
+
+def _leader(path: Path) -> Partition:
+    p = Partition(TP, 1, Log(path, LogConfig()))
+    p.make_leader(LeaderState(1, 0, (1,), (1,), 0, 1), now_ms=0)
+    return p
+
+
+def _append(p: Partition, data: bytes) -> int:
+    buf = bytearray(data)
+    headers = validate_batches(buf)
+    p.check_producer_state(headers)
+    return p.append_as_leader(buf, headers).first_offset
+
+
+def _txn_batch(pid: int, seq: int, n: int = 2, epoch: int = 0) -> bytes:
+    return build_batch(
+        [Record(i, 1000, b"k", b"v") for i in range(n)],
+        base_offset=0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+    )
+
+
+def _marker(pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0) -> bytes:
+    return build_end_txn_marker(pid, epoch, commit, coordinator_epoch, 2000)
+
+
+def test_lso_txnindex_and_rebuild(tmp_path: Path) -> None:
+    p = _leader(tmp_path / "out-0")
+    assert _append(p, _txn_batch(7, 0)) == 0  # offsets 0-1, producer 7
+    assert _append(p, _txn_batch(8, 0)) == 2  # offsets 2-3, producer 8
+    assert (p.high_watermark, p.last_stable_offset) == (4, 0)
+    assert _append(p, _marker(7, commit=False)) == 4
+    assert p.last_stable_offset == 2  # producer 8 is still open
+    assert _append(p, _marker(8, commit=True)) == 5
+    assert p.last_stable_offset == p.high_watermark == 6
+    assert p.log.collect_aborted_txns(0, 6) == [AbortedTxn(7, 0, 4, 2)]
+    _append(p, _txn_batch(7, 2))  # a new transaction of producer 7 at offset 6
+    assert p.last_stable_offset == 6
+    p.take_producer_snapshot()
+    p.log.close()
+
+    again = _leader(tmp_path / "out-0")
+    assert again.last_stable_offset == 6
+    assert again.log.collect_aborted_txns(0, 8) == [AbortedTxn(7, 0, 4, 2)]
+    # cut the commit of producer 8 (offset 5): its transaction is open again
+    again.truncate_to(5)
+    assert again.producer_state.ongoing == {8: 2}
+    assert again.last_stable_offset == 2
+    again.log.close()
+
+
+def test_markers_are_fenced_by_epochs(tmp_path: Path) -> None:
+    p = _leader(tmp_path / "out-0")
+    _append(p, _txn_batch(7, 0, epoch=3))
+    _append(p, _marker(7, commit=True, epoch=3, coordinator_epoch=2))
+    with pytest.raises(KafkaError) as old_producer:
+        _append(p, _marker(7, commit=False, epoch=2, coordinator_epoch=2))
+    assert old_producer.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    with pytest.raises(KafkaError) as old_coordinator:
+        _append(p, _marker(7, commit=False, epoch=3, coordinator_epoch=1))
+    assert old_coordinator.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    # the zombie's transactional data at the old epoch is refused too
+    with pytest.raises(KafkaError) as zombie:
+        _append(p, _txn_batch(7, 0, epoch=2))
+    assert zombie.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    p.log.close()
+
+
+def test_a_coordinator_write_from_an_old_epoch_is_refused(tmp_path: Path) -> None:
+    """TxnOffsetCommit's batches skip the sequence checks (their sequences are not the producer's)
+    but not the epoch: a zombie cannot commit offsets after its successor started."""
+    p = _leader(tmp_path / "out-0")
+    _append(p, _txn_batch(7, 0, epoch=4))
+    buf = bytearray(_txn_batch(7, 0, epoch=3))
+    with pytest.raises(KafkaError) as zombie:
+        p.append_as_leader(buf, validate_batches(buf))
+    assert zombie.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    again = bytearray(_txn_batch(7, 0, epoch=4))  # same epoch, sequence 0 again: accepted here
+    p.append_as_leader(again, validate_batches(again))
+    p.log.close()
