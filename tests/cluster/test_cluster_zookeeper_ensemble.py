@@ -98,13 +98,12 @@ def test_ensemble_survives_leader_and_follower_kill_under_acks_all(tmp_path: Pat
     assert not local.running()
 
 
-@pytest.mark.timeout(120)
-def test_cluster_down_stops_every_ensemble_member(tmp_path: Path) -> None:
+@pytest.mark.timeout(240)
+def test_cluster_down_stops_every_ensemble_member_and_up_starts_it_again(tmp_path: Path) -> None:
     directory = tmp_path / "cli"
+    up_args = ("cluster", "up", "--brokers", "1", "--zookeepers", "3", "--dir", str(directory))
     try:
-        up = zkafka_cli(
-            "cluster", "up", "--brokers", "1", "--zookeepers", "3", "--dir", str(directory), timeout=100
-        )
+        up = zkafka_cli(*up_args, timeout=100)
         assert up.returncode == 0, up.stderr
         state = json.loads((directory / "cluster.json").read_text())
         java = [int((Path(z["directory"]) / "zookeeper.pid").read_text()) for z in state["zookeepers"]]
@@ -117,6 +116,20 @@ def test_cluster_down_stops_every_ensemble_member(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     for pid in [*java, *wrappers]:
         wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists() or _zombie(pid), 20, f"pid {pid} to exit")
+
+    # a stopped ensemble cluster starts again only on the ZooKeeper it had
+    single = zkafka_cli("cluster", "up", "--dir", str(directory))
+    assert single.returncode != 0 and "--zookeepers 3" in single.stderr
+    chroot = zkafka_cli(*up_args, "--chroot", "/other")
+    assert chroot.returncode != 0 and "without --chroot" in chroot.stderr
+    try:
+        again = zkafka_cli(*up_args, timeout=100)
+        assert again.returncode == 0, again.stderr
+        report = json.loads(zkafka_cli("cluster", "status", "--dir", str(directory), "--json").stdout)
+        assert sorted(m["role"] for m in report["zookeeper"]["members"]) == ["follower", "follower", "leader"]
+        assert [int(b) for b in report["registered_brokers"]] == [1]
+    finally:
+        assert zkafka_cli("cluster", "down", "--dir", str(directory), "--timeout", "20").returncode == 0
 
 
 def _zombie(pid: int) -> bool:

@@ -119,6 +119,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise CliError(
                 f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
             )
+        _same_zookeeper(previous, args)
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
@@ -130,6 +131,24 @@ def run_up(args: argparse.Namespace) -> int:
     if metrics:
         print(f"metrics: {' '.join(metrics)}")
     return 0
+
+
+def _same_zookeeper(previous: LocalCluster, args: argparse.Namespace) -> None:
+    """Starting a stopped cluster again needs the ZooKeeper it had: its metadata is there (a
+    different one would meet brokers whose logs name topics it has never heard of)."""
+    members = len(previous.zookeepers) or 1
+    if previous.zookeeper_embedded and args.zookeeper == EMBEDDED and members != args.zookeepers:
+        raise CliError(
+            f"the cluster in {args.dir} was started with --zookeepers {members}: pass the same "
+            "(or `rm -r` the directory for a new cluster)"
+        )
+    chroot = previous.zookeeper_connect.partition("/")[2]
+    if previous.zookeepers and f"/{chroot}" != (args.chroot or "/"):
+        raise CliError(
+            f"the cluster in {args.dir} was started with --chroot /{chroot}: pass the same"
+            if chroot
+            else f"the cluster in {args.dir} was started without --chroot"
+        )
 
 
 def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides: dict[str, str]) -> None:
