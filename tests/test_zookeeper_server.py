@@ -13,9 +13,18 @@ def test_fixture_server_answers(zookeeper_server: ZooKeeperServer) -> None:
 def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", "--port", str(port),
-         "--data-dir", str(tmp_path / "zk")],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "zkafka.cli.main",
+            "zookeeper-start",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "zk"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -33,3 +42,42 @@ def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_cli_zookeeper_start_runs_a_users_zoo_cfg(tmp_path) -> None:
+    """`zookeeper-start zoo.cfg` runs the file as given (QuorumPeerMain; standalone without server.N
+    lines) and records the Java server's pid next to it."""
+    from zkafka.local.zookeeper import PID_FILE, server_mode
+    from zkafka.testing.polling import wait_for
+
+    port = free_port()
+    cfg = tmp_path / "zoo.cfg"
+    cfg.write_text(
+        f"tickTime=500\ndataDir={tmp_path / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+        "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n"
+    )
+    cmd = [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", str(cfg)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert f"127.0.0.1:{port}" in proc.stdout.readline()
+        # `ruok` answers before the server serves; `srvr` only once it does
+        wait_for(lambda: server_mode("127.0.0.1", port) == "standalone", 30, "the server to serve")
+        assert int((tmp_path / PID_FILE).read_text()) != proc.pid
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cli_zookeeper_start_refuses_a_missing_config(tmp_path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", str(tmp_path / "nope.cfg")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0 and "nope.cfg" in result.stderr

@@ -4,6 +4,7 @@ background, and readers for the partition logs on disk."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -175,23 +176,49 @@ def running(
     """`brokers` broker processes with FAST settings in a fresh chroot. At the end every process is
     resumed and SIGKILLed (a clean shutdown is not what these tests are about, and it is slower)."""
     local = LocalCluster(Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster"))
-    local.broker_overrides.update(TEST_BROKER_DEFAULTS)
-    local.broker_overrides.update(FAST)
-    local.broker_overrides.update(overrides or {})
-    cluster: Cluster | None = None
-    try:
+    with _fast_cluster(local, overrides) as cluster_of:
         for i in range(1, brokers + 1):
             local.add_broker(i)
             local.start_broker(i)
         wait_until_ready(local, 60)
-        cluster = Cluster(local)
-        yield cluster
+        yield cluster_of(local)
+
+
+@contextmanager
+def running_on_ensemble(
+    directory: Path, zookeepers: int = 3, brokers: int = 3, overrides: dict[str, str] | None = None
+) -> Iterator[Cluster]:
+    """Like `running`, on a ZooKeeper ensemble of its own (`LocalCluster.up(zookeepers=...)`, the
+    brokers' zookeeper.connect naming every member and a chroot). Every member is stopped at the end."""
+    local = LocalCluster(Path(directory))
+    with _fast_cluster(local, overrides) as cluster_of:
+        local.up(brokers, zookeepers=zookeepers, chroot="/kafka", timeout=120)
+        yield cluster_of(local)
+
+
+@contextmanager
+def _fast_cluster(local: LocalCluster, overrides: dict[str, str] | None) -> Iterator[Any]:
+    """FAST broker settings on `local`; yields a factory of the test's `Cluster` view, and at the end
+    closes that view, resumes and SIGKILLs every broker and stops the cluster's own ZooKeeper members."""
+    local.broker_overrides.update(TEST_BROKER_DEFAULTS)
+    local.broker_overrides.update(FAST)
+    local.broker_overrides.update(overrides or {})
+    made: list[Cluster] = []
+
+    def cluster_of(started: LocalCluster) -> Cluster:
+        made.append(Cluster(started))
+        return made[-1]
+
+    try:
+        yield cluster_of
     finally:
-        if cluster is not None:
+        for cluster in made:
             cluster.close()
         for bid in list(local.brokers):
             local.signal_broker(bid, signal.SIGCONT)
             local.kill_broker(bid)
+        for server_id in list(local.zookeepers):
+            local.stop_zookeeper_member(server_id)
 
 
 def create_topic(
@@ -250,6 +277,8 @@ class Acked:
     partition: int
     offset: int
     value: bytes
+    at: float = 0.0
+    """time.monotonic() when the acknowledgement arrived (for measuring stalls, never asserted)."""
 
 
 @dataclass
@@ -296,7 +325,7 @@ class BackgroundProducer:
             if err is not None:
                 self.errors.append(str(err))
             else:
-                self.acked.append(Acked(msg.partition(), msg.offset(), msg.value()))
+                self.acked.append(Acked(msg.partition(), msg.offset(), msg.value(), time.monotonic()))
 
         started = time.monotonic()
         extra = {} if self.partition is None else {"partition": self.partition}
@@ -325,6 +354,11 @@ class BackgroundProducer:
 
     def wait_acked(self, n: int, timeout: float = 30) -> None:
         wait_for(lambda: len(self.acked) >= n, timeout, f"{n} acknowledged records")
+
+    def longest_gap(self, since: float = 0.0, until: float = float("inf")) -> float:
+        """The longest time between two consecutive acknowledgements in [since, until] (seconds)."""
+        times = sorted(a.at for a in list(self.acked) if since <= a.at <= until)
+        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
 
 def read_partitions(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, list[tuple[int, bytes]]]:

@@ -1,6 +1,7 @@
 """`zkafka cluster up|status|down`: a local multi-broker cluster for development.
 
     zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3, web console
+    zkafka cluster up --brokers 3 --zookeepers 3 --chroot /kafka   # a 3-member ensemble
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
     zkafka cluster status [--json]
     zkafka cluster down
@@ -41,6 +42,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=EMBEDDED,
         metavar="embedded|HOST:PORT[/chroot]",
         help="start an embedded ZooKeeper (default) or use this one",
+    )
+    up.add_argument(
+        "--zookeepers",
+        type=int,
+        choices=(1, 3, 5),
+        default=1,
+        metavar="1|3|5",
+        help="members of the embedded ZooKeeper: 1 (default) or an ensemble of 3 or 5",
+    )
+    up.add_argument(
+        "--chroot",
+        default="",
+        metavar="/PATH",
+        help="with an embedded ensemble: the brokers' chroot in zookeeper.connect (default none)",
     )
     _add_dir(up)
     up.add_argument(
@@ -91,6 +106,10 @@ def run_up(args: argparse.Namespace) -> int:
         overrides = parse_key_values(args.override, what="--override")
     except ConfigError as e:
         raise CliError(str(e)) from None
+    if args.zookeepers > 1 and args.zookeeper != EMBEDDED:
+        raise CliError("--zookeepers starts an embedded ensemble: it cannot go with --zookeeper HOST:PORT")
+    if args.chroot and (args.zookeepers == 1 or not args.chroot.startswith("/") or args.chroot == "/"):
+        raise CliError("--chroot needs --zookeepers 3|5 and a path such as /kafka")
     if args.zookeeper != EMBEDDED:
         from zkafka.zk.connect import parse_connect_string
 
@@ -105,6 +124,7 @@ def run_up(args: argparse.Namespace) -> int:
             raise CliError(
                 f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
             )
+        _same_zookeeper(previous, args)
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
@@ -136,6 +156,24 @@ def _start_console(cluster: LocalCluster, port: int) -> None:
     print(f"console: {url}")
 
 
+def _same_zookeeper(previous: LocalCluster, args: argparse.Namespace) -> None:
+    """Starting a stopped cluster again needs the ZooKeeper it had: its metadata is there (a
+    different one would meet brokers whose logs name topics it has never heard of)."""
+    members = len(previous.zookeepers) or 1
+    if previous.zookeeper_embedded and args.zookeeper == EMBEDDED and members != args.zookeepers:
+        raise CliError(
+            f"the cluster in {args.dir} was started with --zookeepers {members}: pass the same "
+            "(or `rm -r` the directory for a new cluster)"
+        )
+    chroot = previous.zookeeper_connect.partition("/")[2]
+    if previous.zookeepers and f"/{chroot}" != (args.chroot or "/"):
+        raise CliError(
+            f"the cluster in {args.dir} was started with --chroot /{chroot}: pass the same"
+            if chroot
+            else f"the cluster in {args.dir} was started without --chroot"
+        )
+
+
 def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides: dict[str, str]) -> None:
     err = console(stderr=True)
     with err.status(f"starting a {args.brokers}-broker cluster in {args.dir}") as status:
@@ -147,6 +185,8 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
         cluster.up(
             args.brokers,
             zookeeper=args.zookeeper,
+            zookeepers=args.zookeepers,
+            chroot=args.chroot,
             overrides=overrides,
             timeout=args.timeout,
             progress=progress,
@@ -233,7 +273,21 @@ def _print_status(report: dict[str, Any]) -> None:
     zk = report["zookeeper"]
     alive = "[green]alive[/green]" if zk["alive"] else "[red]down[/red]"
     kind = "embedded" if zk["embedded"] else "external"
-    out.print(f"ZooKeeper {zk['connect']} ({kind}, pid {zk['pid'] or '-'}): {alive}")
+    ensemble = "embedded ensemble" if len(zk["members"]) > 1 and zk["embedded"] else kind
+    pid = f", pid {zk['pid']}" if zk["pid"] else ""
+    out.print(f"ZooKeeper {zk['connect']} ({ensemble}{pid}): {alive}")
+    members = Table(title="ZooKeeper", title_justify="left")
+    for column in ("Id", "Address", "Pid", "Process", "Role"):
+        members.add_column(column)
+    for m in zk["members"]:
+        members.add_row(
+            str(m["id"]),
+            m["address"],
+            str(m["pid"] or "-"),
+            "[green]alive[/green]" if m["alive"] else "[red]down[/red]",
+            m["role"] or "[red]not serving[/red]",
+        )
+    print_table(out, members)
     ui = report.get("ui") or {}
     if ui.get("url"):
         state = "[green]alive[/green]" if ui["alive"] else "[red]down[/red]"
@@ -289,6 +343,8 @@ def run_down(args: argparse.Namespace) -> int:
     for broker in cluster.brokers.values():
         broker.pid = 0
     cluster.zookeeper_pid = 0
+    for member in cluster.zookeepers.values():
+        member.pid = 0
     cluster.save()
     print(f"stopped cluster in {args.dir}")
     return 0

@@ -5,7 +5,9 @@
     zkafka console-consumer --bootstrap-server 127.0.0.1:9092 --topic t --from-beginning \\
         --max-messages 2 --property print.key=true
 
-The producer sends one record per stdin line (the line without its end), flushes at EOF and exits
+The producer finds the brokers through --bootstrap-server or, with --zookeeper, in ZooKeeper's
+`/brokers/ids` (kept current by a watch; `zookeeper.listener.name` in --producer-property picks the
+listener). It sends one record per stdin line (the line without its end), flushes at EOF and exits
 1 with a one-line error if any record failed. The consumer prints one record per line; without
 --partition it reads every partition of the topic; with --group it is a member of that consumer
 group (broker-coordinated, committing what it printed); with --zookeeper it is a member of a
@@ -101,7 +103,11 @@ def _register_producer(sub: argparse._SubParsersAction) -> None:
         help="send stdin lines as records (like kafka-console-producer)",
         description="Send each line of stdin as one record.",
     )
-    add_target_args(p, broker_list=True)
+    add_target_args(
+        p,
+        broker_list=True,
+        zookeeper="find the brokers in ZooKeeper's /brokers/ids, and those that join later",
+    )
     p.add_argument("--topic", required=True)
     p.add_argument(
         "--property",
@@ -235,6 +241,8 @@ def run_producer(args: argparse.Namespace) -> int:
     options = producer_options(args)
     with client_errors():
         try:
+            if args.zookeeper:
+                options["zookeeper_connect"] = args.zookeeper
             producer = Producer(args.bootstrap_server, **options)
         except ClientError as e:
             raise CliError(str(e)) from None

@@ -43,6 +43,7 @@ COMMANDS = {
     "pipeline": "zkafka.cli.pipeline",
     "acls": "zkafka.cli.acls",
     "doctor": "zkafka.cli.doctor",
+    "chaos": "zkafka.cli.chaos",
     "zookeeper-security-migration": "zkafka.cli.zk_security_migration",
     "ui": "zkafka.cli.ui",
 }

@@ -1,4 +1,13 @@
-"""`zkafka zookeeper-start`: run the embedded (Debian) ZooKeeper server in the foreground."""
+"""`zkafka zookeeper-start`: run the embedded (Debian) ZooKeeper server in the foreground.
+
+    zkafka zookeeper-start --port 2181 --data-dir /var/lib/zk       # a standalone server
+    zkafka zookeeper-start /etc/zk/zoo.cfg                          # any zoo.cfg: one ensemble member
+
+Like Kafka's `zookeeper-server-start.sh zoo.cfg`, a config file is run as given: with
+`server.N=host:quorum:election` lines and a `myid` in its dataDir the server joins that ensemble
+(`zkafka cluster up --zookeepers 3` writes such files). The Java server's pid is written to
+`zookeeper.pid` next to the config (or in --data-dir).
+"""
 
 from __future__ import annotations
 
@@ -7,22 +16,38 @@ import signal
 import threading
 from pathlib import Path
 
+from zkafka.cli.errors import CliError
 from zkafka.local.zookeeper import ZooKeeperServer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("zookeeper-start", help="start a local ZooKeeper server bound to 127.0.0.1")
+    p = sub.add_parser("zookeeper-start", help="start a local ZooKeeper server (or ensemble member)")
+    p.add_argument(
+        "config",
+        nargs="?",
+        type=Path,
+        metavar="zoo.cfg",
+        help="run this ZooKeeper config as given (standalone or one member of an ensemble)",
+    )
     p.add_argument("--port", type=int, default=2181, help="client port (default 2181; 0 = any free port)")
     p.add_argument("--data-dir", type=Path, default=None, help="data directory (default: a temporary one)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    server = ZooKeeperServer(port=args.port, data_dir=args.data_dir)
+    if args.config is not None:
+        if not args.config.is_file():
+            raise CliError(f"no such ZooKeeper config: {args.config}")
+        server = ZooKeeperServer(config_file=args.config)
+    else:
+        server = ZooKeeperServer(port=args.port, data_dir=args.data_dir)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server.start()
+    try:
+        server.start()
+    except ValueError as e:
+        raise CliError(str(e)) from None
     print(f"ZooKeeper listening on {server.connect_string} (data dir {server.data_dir})", flush=True)
     try:
         while not stop.wait(0.5):

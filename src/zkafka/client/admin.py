@@ -226,6 +226,7 @@ class AdminClient:
         bootstrap_servers: str | Sequence[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka-admin",
         request_timeout_ms: int = DEFAULT_TIMEOUT_MS,
         retry_backoff_ms: int = 100,
@@ -234,6 +235,7 @@ class AdminClient:
         self.cluster = Cluster(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,

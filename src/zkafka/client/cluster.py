@@ -1,7 +1,8 @@
 """The client's view of the cluster: brokers, topics, leaders, the controller, and one connection
 per broker.
 
-`Cluster` bootstraps from ``"host:port,host:port"`` (or from ZooKeeper's ``/brokers/ids``), asks
+`Cluster` bootstraps from ``"host:port,host:port"`` or from ZooKeeper's ``/brokers/ids`` (kept
+current by a watch: `zk_discovery`, so brokers that join later are found without a restart), asks
 Metadata, and keeps an immutable `ClusterMetadata` snapshot that it replaces on every refresh.
 Producer, consumer and admin client each own one `Cluster`, so a consumer's long-polling Fetch
 never delays a producer's response on a shared, in-order connection.
@@ -20,6 +21,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zkafka.client.connection import BrokerConnection, ConnectionError_, NoCommonVersionError
 from zkafka.client.errors import BrokerUnavailableError, ClientClosedError, ClientTimeoutError, ConfigError
@@ -27,6 +29,9 @@ from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError, Message
 from zkafka.protocol.messages import MetadataRequest, MetadataResponse
+
+if TYPE_CHECKING:
+    from zkafka.client.zk_discovery import BrokerDiscovery
 
 log = logging.getLogger(__name__)
 
@@ -167,44 +172,6 @@ def metadata_from_response(
     return ClusterMetadata(resp.cluster_id, resp.controller_id, brokers, topics)
 
 
-# -- ZooKeeper bootstrap -------------------------------------------------------------------------
-
-
-def brokers_from_zookeeper(
-    connect: str, *, listener: str | None = None, timeout_s: float = 10.0
-) -> list[Address]:
-    """The broker endpoints registered under ``/brokers/ids`` (blocking; call from a thread).
-
-    Picks the endpoint of `listener` when given, else the first PLAINTEXT one, else the first.
-    """
-    from zkafka.zk.client import KafkaZkClient  # optional dependency path: only for ZK bootstrap
-    from zkafka.zk.errors import ZkError
-
-    try:
-        zk = KafkaZkClient(connect, connection_timeout_ms=int(timeout_s * 1000), create_chroot=False)
-    except (ZkError, ValueError) as e:
-        raise BrokerUnavailableError(f"cannot read brokers from ZooKeeper {connect}: {e}") from e
-    try:
-        infos = zk.get_all_brokers()
-    finally:
-        zk.close()
-    out: list[Address] = []
-    for info in infos:
-        endpoints = list(info.endpoints)
-        chosen = None
-        if listener is not None:
-            chosen = info.endpoint(listener)
-        if chosen is None:
-            chosen = next((e for e in endpoints if e.security_protocol.name == "PLAINTEXT"), None)
-        if chosen is None and endpoints:
-            chosen = endpoints[0]
-        if chosen is not None:
-            out.append((chosen.host or "localhost", chosen.port))
-    if not out:
-        raise BrokerUnavailableError(f"no brokers registered in ZooKeeper at {connect}")
-    return out
-
-
 # -- the cluster ---------------------------------------------------------------------------------
 
 
@@ -220,6 +187,7 @@ class Cluster:
         bootstrap_servers: str | Sequence[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka",
         request_timeout_ms: int = 30_000,
         connect_timeout_ms: int = 10_000,
@@ -241,6 +209,11 @@ class Cluster:
             raise ConfigError(f"retry_backoff_ms must be >= 0, got {retry_backoff_ms}")
         self._bootstrap: list[Address] = parse_bootstrap(bootstrap_servers) if bootstrap_servers else []
         self.zookeeper_connect = zookeeper_connect
+        self.zookeeper_listener_name = zookeeper_listener_name
+        """Whose endpoint to use of each broker found in ZooKeeper (None: the first one with the
+        client's security protocol); see `zk_discovery`."""
+        self._discovery: BrokerDiscovery | None = None
+        self._discovery_lock: asyncio.Lock | None = None
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.connect_timeout = connect_timeout_ms / 1000
@@ -372,13 +345,53 @@ class Cluster:
         known = self.metadata.brokers
         connected = [(b, known[b].address) for b, c in self._conns.items() if b in known and not c.is_closed]
         others = [(b, m.address) for b, m in known.items() if all(b != k for k, _ in connected)]
-        boot = self._bootstrap
-        if not boot and self.zookeeper_connect:
-            boot = await asyncio.get_running_loop().run_in_executor(
-                None,
-                lambda: brokers_from_zookeeper(str(self.zookeeper_connect), timeout_s=self.connect_timeout),
-            )
+        boot = list(self._bootstrap)
+        if self.zookeeper_connect:
+            discovery = await self._start_discovery()
+            boot += [a for a in discovery.addresses if a not in boot]
+            if not boot and not known:
+                raise BrokerUnavailableError(
+                    f"no brokers registered in ZooKeeper at {self.zookeeper_connect}"
+                )
         return [*connected, *others, *((addr, addr) for addr in boot)]
+
+    async def _start_discovery(self) -> BrokerDiscovery:
+        """The ZooKeeper broker list, started on first use (one session per client)."""
+        if self._discovery is not None:
+            return self._discovery
+        if self._discovery_lock is None:
+            self._discovery_lock = asyncio.Lock()
+        async with self._discovery_lock:
+            if self._discovery is None:
+                from zkafka.client.zk_discovery import BrokerDiscovery  # only ZooKeeper clients need it
+
+                discovery = BrokerDiscovery(
+                    str(self.zookeeper_connect),
+                    listener_name=self.zookeeper_listener_name,
+                    security_protocol=self.security.protocol if self.security else "PLAINTEXT",
+                    timeout_s=self.connect_timeout,
+                    on_change=self._brokers_changed,
+                )
+                try:
+                    await discovery.start()
+                except ConnectionError as e:
+                    raise BrokerUnavailableError(str(e)) from e
+                if self._closed:
+                    await discovery.close()
+                    self._check_open()
+                self._discovery = discovery
+        return self._discovery
+
+    @property
+    def discovered_brokers(self) -> dict[int, Address]:
+        """The brokers ZooKeeper lists right now, by id (empty without `zookeeper_connect`, or
+        before the first request)."""
+        return dict(self._discovery.brokers) if self._discovery is not None else {}
+
+    def _brokers_changed(self) -> None:
+        """A broker registered or went away: learn its leaderships now, not at the next error."""
+        if not self._closed:
+            self.request_refresh()
 
     def _adopt_bootstrap_connections(self) -> None:
         """A bootstrap connection to an address that turned out to be broker N becomes N's."""
@@ -531,6 +544,9 @@ class Cluster:
             conn.close()
         self._conns.clear()
         self._bootstrap_conns.clear()
+        discovery, self._discovery = self._discovery, None
+        if discovery is not None:
+            await discovery.close()
 
 
 def _metadata_topics(

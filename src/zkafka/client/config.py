@@ -37,6 +37,9 @@ def _float(text: str) -> float:
 
 _COMMON: dict[str, tuple[str, Converter]] = {
     "bootstrap.servers": ("bootstrap_servers", _str),
+    # brokers found in ZooKeeper's /brokers/ids, kept current by a watch (`zk_discovery`)
+    "zookeeper.connect": ("zookeeper_connect", _str),
+    "zookeeper.listener.name": ("zookeeper_listener_name", _str),
     "client.id": ("client_id", _str),
     "request.timeout.ms": ("request_timeout_ms", _int),
     "retry.backoff.ms": ("retry_backoff_ms", _int),

@@ -88,6 +88,7 @@ class Consumer:
         bootstrap_servers: str | list[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka-consumer",
         auto_offset_reset: str = "latest",
         fetch_max_wait_ms: int = 500,
@@ -134,6 +135,7 @@ class Consumer:
         self.cluster = Cluster(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,

@@ -101,6 +101,7 @@ class GroupAdmin:
         bootstrap_servers: str | list[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka-groups",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
@@ -109,6 +110,7 @@ class GroupAdmin:
         self.cluster = Cluster(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,

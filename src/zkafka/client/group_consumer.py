@@ -88,6 +88,7 @@ class GroupConsumer:
         auto_offset_reset: str = "latest",
         assignment_strategy: Sequence[str] = ("range", "roundrobin"),
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
         on_assign: Callable[[set[TopicPartition]], object] | None = None,
@@ -125,6 +126,7 @@ class GroupConsumer:
         self.consumer = Consumer(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             auto_offset_reset=auto_offset_reset,
             request_timeout_ms=request_timeout_ms,
@@ -136,6 +138,7 @@ class GroupConsumer:
         self.admin = GroupAdmin(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,

@@ -111,6 +111,7 @@ class Producer:
         bootstrap_servers: str | list[str] | None = None,
         *,
         zookeeper_connect: str | None = None,
+        zookeeper_listener_name: str | None = None,
         client_id: str = "zkafka-producer",
         acks: int | str = -1,
         linger_ms: float = 5,
@@ -165,6 +166,7 @@ class Producer:
         self.cluster = Cluster(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
+            zookeeper_listener_name=zookeeper_listener_name,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,

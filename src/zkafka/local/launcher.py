@@ -11,7 +11,10 @@ the tools the addresses (`zkafka.cli.target`).
     print(cluster.bootstrap_servers)
     cluster.down()
 
-`up(..., zookeeper="host:port/chroot")` uses an existing ZooKeeper instead of starting one.
+`up(..., zookeeper="host:port/chroot")` uses an existing ZooKeeper instead of starting one;
+`up(..., zookeepers=3)` starts an ensemble of 3 (or 5) members instead of one server, each a
+`zkafka zookeeper-start <dir>/zookeeper-N/zoo.cfg` process (`ZooKeeperProcess`), and gives the
+brokers all of them in `zookeeper.connect` (with `chroot`, if any).
 `start_console()` adds the web console (`zkafka ui`) for the cluster, stopped first by `down`.
 The processes run in their own sessions, so they outlive the process that started them.
 """
@@ -32,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
-from zkafka.local.zookeeper import four_letter_word, free_port
+from zkafka.local.zookeeper import (
+    PID_FILE,
+    EnsembleMember,
+    ZooKeeperServer,
+    four_letter_word,
+    free_port,
+    server_mode,
+)
 from zkafka.metrics.address import parse_metrics_listener
 
 STATE_FILE = "cluster.json"
@@ -69,6 +79,38 @@ class BrokerProcess:
 
 
 @dataclass
+class ZooKeeperProcess:
+    """One member of the cluster's ZooKeeper ensemble: the `zookeeper-start` wrapper's pid and the
+    ports its zoo.cfg gives it. The Java server's own pid is in `<directory>/zookeeper.pid`."""
+
+    server_id: int
+    client_port: int
+    quorum_port: int
+    election_port: int
+    directory: str
+    pid: int = 0
+
+    @property
+    def config_path(self) -> Path:
+        return Path(self.directory) / "zoo.cfg"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def member(self) -> EnsembleMember:
+        return EnsembleMember(self.server_id, self.client_port, self.quorum_port, self.election_port)
+
+    def server_pid(self) -> int:
+        """The Java server's pid (0 when unknown)."""
+        try:
+            return int((Path(self.directory) / PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return 0
+
+
+@dataclass
 class LocalCluster:
     directory: Path
     zookeeper_connect: str = ""
@@ -79,7 +121,10 @@ class LocalCluster:
     ui_port: int = 0
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
     broker_overrides: dict[str, str] = field(default_factory=dict)
+    zookeepers: dict[int, ZooKeeperProcess] = field(default_factory=dict)
+    """The ensemble's members (empty for a single embedded server or an external ZooKeeper)."""
     _popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _zk_member_popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _zk_popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     # -- persistence -------------------------------------------------------------------------
@@ -92,6 +137,7 @@ class LocalCluster:
             "ui_port": self.ui_port,
             "brokers": [asdict(b) for b in self.brokers.values()],
             "broker_overrides": self.broker_overrides,
+            "zookeepers": [asdict(z) for z in self.zookeepers.values()],
         }
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
@@ -113,6 +159,8 @@ class LocalCluster:
         )
         for b in state["brokers"]:
             cluster.brokers[b["broker_id"]] = BrokerProcess(**b)
+        for z in state.get("zookeepers", []):
+            cluster.zookeepers[z["server_id"]] = ZooKeeperProcess(**z)
         return cluster
 
     @property
@@ -209,6 +257,144 @@ class LocalCluster:
                     os.killpg(self.ui_pid, signal.SIGKILL)
             _reap(self.ui_pid)
         self.ui_pid = 0
+
+    # -- a ZooKeeper ensemble ------------------------------------------------------------------------
+    def start_zookeeper_ensemble(self, size: int, *, chroot: str = "", timeout: float = 60.0) -> None:
+        """Write every member's zoo.cfg and myid (free loopback ports), start them all and wait
+        until one is the leader and the others follow it."""
+        members = [EnsembleMember.with_free_ports(i) for i in range(1, size + 1)]
+        for m in members:
+            zk_dir = self.directory / f"zookeeper-{m.server_id}"
+            ZooKeeperServer(data_dir=zk_dir, member=m, ensemble=members).write_config()
+            self.zookeepers[m.server_id] = ZooKeeperProcess(
+                m.server_id, m.client_port, m.quorum_port, m.election_port, str(zk_dir)
+            )
+        self.zookeeper_connect = ",".join(z.address for z in self.zookeepers.values()) + chroot
+        self.zookeeper_embedded = True
+        self.zookeeper_pid = 0
+        for server_id in self.zookeepers:
+            self.start_zookeeper_member(server_id)
+        self.wait_zookeeper_quorum(timeout)
+
+    def start_zookeeper_member(self, server_id: int) -> None:
+        """(Re)start one member from its zoo.cfg, in its own session like the brokers."""
+        member = self.zookeepers[server_id]
+        log = open(Path(member.directory) / "zookeeper-start.log", "ab")  # noqa: SIM115 - the child's
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", str(member.config_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        self._zk_member_popen[server_id] = proc
+        member.pid = proc.pid
+
+    def zookeeper_member_alive(self, server_id: int) -> bool:
+        proc = self._zk_member_popen.get(server_id)
+        if proc is not None:
+            return proc.poll() is None
+        return _alive(self.zookeepers[server_id].pid)
+
+    def kill_zookeeper_member(self, server_id: int) -> None:
+        """SIGKILL the member's Java server (not a clean shutdown: what a crash looks like to the
+        ensemble); its wrapper notices and exits."""
+        member = self.zookeepers[server_id]
+        java = member.server_pid()
+        if java and _alive(java):
+            os.kill(java, signal.SIGKILL)
+        self._wait_member_exit(server_id, 15)
+
+    def stop_zookeeper_member(self, server_id: int, timeout: float = 20.0) -> None:
+        """SIGTERM the wrapper (it stops the server), then SIGKILL both if they linger."""
+        member = self.zookeepers[server_id]
+        if member.pid and self.zookeeper_member_alive(server_id):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member.pid, signal.SIGTERM)
+            if not self._wait_member_exit(server_id, timeout):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(member.pid, signal.SIGKILL)
+        java = member.server_pid()
+        if java and _alive(java):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(java, signal.SIGKILL)
+        self._wait_member_exit(server_id, 10)
+
+    def _wait_member_exit(self, server_id: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.zookeeper_member_alive(server_id):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def zookeeper_roles(self) -> dict[int, str | None]:
+        """member id -> its `srvr` mode (leader, follower, standalone), None when it does not serve."""
+        return {i: server_mode("127.0.0.1", z.client_port, 0.5) for i, z in self.zookeepers.items()}
+
+    def zookeeper_servers(self) -> list[dict[str, Any]]:
+        """Every ZooKeeper server this cluster uses, with its role (`srvr`): the ensemble's members,
+        or each host of the connect string (the embedded server, or an external ensemble)."""
+        if self.zookeepers:
+            roles = self.zookeeper_roles()
+            return [
+                {
+                    "id": z.server_id,
+                    "address": z.address,
+                    "pid": z.pid or None,
+                    "alive": self.zookeeper_member_alive(z.server_id),
+                    "role": roles.get(z.server_id),
+                }
+                for z in sorted(self.zookeepers.values(), key=lambda z: z.server_id)
+            ]
+        from zkafka.zk.connect import parse_connect_string
+
+        try:
+            hosts = parse_connect_string(self.zookeeper_connect).host_ports
+        except ValueError:
+            return []
+        out = []
+        for i, (host, port) in enumerate(hosts, 1):
+            role = server_mode(host, port, 0.5)
+            embedded = self.zookeeper_embedded and len(hosts) == 1
+            out.append(
+                {
+                    "id": i,
+                    "address": f"{host}:{port}",
+                    "pid": (self.zookeeper_pid or None) if embedded else None,
+                    # an external server may allow neither `srvr` nor `ruok` (3.5+ allows only srvr)
+                    "alive": _alive(self.zookeeper_pid)
+                    if embedded
+                    else role is not None or four_letter_word(host, port, "ruok", 0.5) == "imok",
+                    "role": role,
+                }
+            )
+        return out
+
+    def zookeeper_leader(self) -> int | None:
+        return next((i for i, mode in self.zookeeper_roles().items() if mode == "leader"), None)
+
+    def wait_zookeeper_quorum(self, timeout: float = 60.0, *, members: set[int] | None = None) -> int:
+        """Wait until one member leads and every other running one (or each of `members`)
+        follows; returns the leader's id."""
+        deadline = time.monotonic() + timeout
+        while True:
+            running = members if members is not None else set(self.zookeepers)
+            for server_id in running:
+                if not self.zookeeper_member_alive(server_id):
+                    raise ClusterError(
+                        f"ZooKeeper member {server_id} exited; see {self.zookeepers[server_id].directory}"
+                    )
+            roles = self.zookeeper_roles()
+            leaders = [i for i in running if roles.get(i) == "leader"]
+            if len(leaders) == 1 and all(roles.get(i) in ("leader", "follower") for i in running):
+                return leaders[0]
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no ZooKeeper quorum within {timeout:g} s: roles {roles}")
+            time.sleep(0.2)
 
     # -- brokers ---------------------------------------------------------------------------------
     def add_broker(
@@ -312,7 +498,7 @@ class LocalCluster:
         stop the embedded ZooKeeper the same way. The web console goes first."""
         self.stop_console()
         live = [b for b in self.brokers if self.broker_alive(b)]
-        controller = self._controller_id() if len(live) > 1 else None
+        controller = self.controller_id() if len(live) > 1 else None
         for broker_id in sorted(live, key=lambda b: (b == controller, b)):
             self.stop_broker(broker_id, timeout)
         if self.zookeeper_embedded and self.zookeeper_pid and _alive(self.zookeeper_pid):
@@ -328,8 +514,10 @@ class LocalCluster:
                     os.killpg(self.zookeeper_pid, signal.SIGKILL)
                 if self._zk_popen is not None:
                     self._zk_popen.wait(10)
+        for server_id in self.zookeepers:
+            self.stop_zookeeper_member(server_id)
 
-    def _controller_id(self) -> int | None:
+    def controller_id(self) -> int | None:
         """The active controller, or None if ZooKeeper does not answer quickly (then any order)."""
         from zkafka.zk.client import KafkaZkClient
 
@@ -350,11 +538,14 @@ class LocalCluster:
         brokers: int,
         *,
         zookeeper: str = EMBEDDED,
+        zookeepers: int = 1,
+        chroot: str = "",
         overrides: dict[str, str] | None = None,
         timeout: float = 60.0,
         progress: Progress | None = None,
     ) -> None:
-        """Start ZooKeeper (unless `zookeeper` is a connect string) and brokers 1..`brokers`,
+        """Start ZooKeeper (unless `zookeeper` is a connect string; an ensemble of `zookeepers`
+        members when that is more than 1) and brokers 1..`brokers`,
         then wait until every broker is registered, a controller is elected and every broker's
         Metadata lists them all. On failure everything started here is stopped again."""
         if brokers < 1:
@@ -362,7 +553,12 @@ class LocalCluster:
         say = progress or (lambda _msg: None)
         self.broker_overrides.update(overrides or {})
         try:
-            if zookeeper == EMBEDDED:
+            if zookeeper == EMBEDDED and zookeepers > 1:
+                say(f"starting a {zookeepers}-member ZooKeeper ensemble")
+                self.start_zookeeper_ensemble(zookeepers, chroot=chroot, timeout=timeout)
+                leader = self.zookeeper_leader()
+                say(f"ZooKeeper ensemble serving on {self.zookeeper_connect} (leader {leader})")
+            elif zookeeper == EMBEDDED:
                 say("starting ZooKeeper")
                 self.start_embedded_zookeeper()
                 say(f"ZooKeeper listening on {self.zookeeper_connect}")
@@ -426,6 +622,8 @@ class LocalCluster:
                 raise ClusterError(f"broker {broker_id} exited; see {self.brokers[broker_id].log_path}")
         if self.zookeeper_embedded and self.zookeeper_pid and not _alive(self.zookeeper_pid):
             raise ClusterError(f"the embedded ZooKeeper exited; see {self.directory / 'zookeeper'}")
+        if self.zookeepers and not self.zookeeper_alive():
+            raise ClusterError(f"a majority of the ZooKeeper ensemble exited; see {self.directory}")
 
     def _serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
         import asyncio
@@ -447,6 +645,11 @@ class LocalCluster:
             return False
 
     def zookeeper_alive(self) -> bool:
+        """The embedded server runs, a majority of the ensemble's members run, or the external
+        ZooKeeper's first server answers `ruok`."""
+        if self.zookeepers:
+            up = sum(self.zookeeper_member_alive(i) for i in self.zookeepers)
+            return up > len(self.zookeepers) // 2
         if self.zookeeper_embedded:
             return _alive(self.zookeeper_pid)
         host_port = self.zookeeper_connect.split("/", 1)[0].split(",")[0]
@@ -459,10 +662,12 @@ class LocalCluster:
             any(self.broker_alive(b) for b in self.brokers)
             or (self.zookeeper_embedded and _alive(self.zookeeper_pid))
             or self.console_alive()
+            or any(self.zookeeper_member_alive(i) for i in self.zookeepers)
         )
 
     def process_status(self) -> dict[str, Any]:
-        """The recorded processes and whether each is alive (no ZooKeeper access)."""
+        """The recorded processes and whether each is alive, and each ZooKeeper member's role
+        (`srvr`; no ZooKeeper session)."""
         return {
             "directory": str(self.directory),
             "bootstrap_servers": self.bootstrap_servers,
@@ -471,6 +676,7 @@ class LocalCluster:
                 "embedded": self.zookeeper_embedded,
                 "pid": self.zookeeper_pid or None,
                 "alive": self.zookeeper_alive(),
+                "members": self.zookeeper_servers(),
             },
             "ui": {"url": self.ui_url or None, "pid": self.ui_pid or None, "alive": self.console_alive()},
             "brokers": [

@@ -1,8 +1,14 @@
-"""Run Debian's ZooKeeper server as a child process.
+"""Run Debian's ZooKeeper server as a child process, alone or as one member of an ensemble.
 
-Used by `zkafka zookeeper-start`, by `zkafka cluster up` (the embedded default) and by the test
-fixtures. The server is the real Java ZooKeeper from Debian's `zookeeper` package; we only write
-its config (bound to 127.0.0.1), start it, wait until it answers `ruok`, and stop it.
+Used by `zkafka zookeeper-start`, by `zkafka cluster up` (the embedded default, and the ensemble of
+`--zookeepers 3|5`) and by the test fixtures. The server is the real Java ZooKeeper from Debian's
+`zookeeper` package; we only write its config (bound to 127.0.0.1), start it, wait until it answers
+`ruok`, and stop it.
+
+An ensemble member (`QuorumPeerMain`) gets `myid` in its data dir and one
+`server.N=127.0.0.1:<quorum>:<election>` line per member (`ensemble_config`); a member given a
+`zoo.cfg` of the user's (`ZooKeeperServer(config_file=...)`) runs exactly that file. The role a
+member plays is read with the `srvr` four-letter word (`server_mode`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,12 @@ ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # slf4j-simple sends the server's log lines to stderr, which we redirect into the data dir.
 LOGGER_JAR = Path("/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+# QuorumPeerMain runs a standalone server too when the config names no other member.
+QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+FOUR_LETTER_WORDS = "ruok,srvr,stat,mntr,cons"
+PID_FILE = "zookeeper.pid"
+"""Written next to the server's log: the Java process's pid (the wrapper's differs), so a tool can
+SIGKILL the server itself."""
 
 
 class ZooKeeperNotInstalled(RuntimeError):
@@ -65,6 +77,56 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
         return None
 
 
+def server_mode(host: str, port: int, timeout: float = 1.0) -> str | None:
+    """The `Mode:` line of `srvr`: "leader", "follower", "observer" or "standalone"; None when the
+    server does not answer (or answers that it is not serving, as a member without a quorum does)."""
+    answer = four_letter_word(host, port, "srvr", timeout=timeout)
+    if not answer:
+        return None
+    for line in answer.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Mode":
+            return value.strip()
+    return None
+
+
+@dataclass(frozen=True)
+class EnsembleMember:
+    """One server of an ensemble: `myid` and its three loopback ports."""
+
+    server_id: int
+    client_port: int
+    quorum_port: int
+    election_port: int
+
+    @classmethod
+    def with_free_ports(cls, server_id: int) -> EnsembleMember:
+        return cls(server_id, free_port(), free_port(), free_port())
+
+
+def ensemble_config(members: list[EnsembleMember], host: str = "127.0.0.1") -> list[str]:
+    """The `server.N=host:quorum:election` lines every member's zoo.cfg carries (the same in all)."""
+    return [f"server.{m.server_id}={host}:{m.quorum_port}:{m.election_port}" for m in members]
+
+
+def read_client_port(config_file: Path) -> tuple[str, int]:
+    """(clientPortAddress or 127.0.0.1, clientPort) of a zoo.cfg; ValueError when it has none (a
+    3.5+ `server.N=...;port` client port is not supported here)."""
+    values: dict[str, str] = {}
+    for raw in Path(config_file).read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    if "clientPort" not in values:
+        raise ValueError(f"{config_file}: no clientPort")
+    try:
+        port = int(values["clientPort"])
+    except ValueError:
+        raise ValueError(f"{config_file}: clientPort {values['clientPort']!r} is not a number") from None
+    return values.get("clientPortAddress") or "127.0.0.1", port
+
+
 @dataclass
 class ZooKeeperServer:
     """One standalone ZooKeeper server on 127.0.0.1.
@@ -73,6 +135,9 @@ class ZooKeeperServer:
     stops the server from fsyncing its transaction log on every write (ZooKeeper's `forceSync=no`):
     for test servers only, where a slow fsync on a busy disk would otherwise stall every session
     for seconds; writes still reach the page cache, so a killed server loses nothing.
+
+    `member` and `ensemble` make it one member of an ensemble (its `myid`, everyone's quorum
+    ports); `config_file` runs a zoo.cfg as given (its directory holds the log and pid file).
     """
 
     port: int = 0
@@ -82,6 +147,9 @@ class ZooKeeperServer:
     min_session_timeout_ms: int = 1000
     max_session_timeout_ms: int = 60000
     force_sync: bool = True
+    member: EnsembleMember | None = None
+    ensemble: list[EnsembleMember] = field(default_factory=list)
+    config_file: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _own_dir: bool = field(default=False, init=False)
 
@@ -89,9 +157,17 @@ class ZooKeeperServer:
     def connect_string(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def _write_config(self) -> Path:
+    def write_config(self) -> Path:
         assert self.data_dir is not None
+        if self.member is not None:
+            self.port = self.member.client_port
+        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "zoo.cfg"
+        quorum: list[str] = []
+        if self.member is not None:
+            # initLimit/syncLimit in ticks: a follower has 10 s to sync, 5 s to stay in step.
+            quorum = ["initLimit=20", "syncLimit=10", *ensemble_config(self.ensemble, self.host)]
+            (self.data_dir / "data" / "myid").write_text(f"{self.member.server_id}\n")
         cfg.write_text(
             "\n".join(
                 [
@@ -102,12 +178,13 @@ class ZooKeeperServer:
                     f"clientPortAddress={self.host}",
                     "maxClientCnxns=0",
                     "admin.enableServer=false",
-                    "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons",
+                    f"4lw.commands.whitelist={FOUR_LETTER_WORDS}",
                     f"minSessionTimeout={self.min_session_timeout_ms}",
                     f"maxSessionTimeout={self.max_session_timeout_ms}",
                     # Kafka forces 4 MB client side; give the server the same room.
                     "jute.maxbuffer=4194304",
                     f"forceSync={'yes' if self.force_sync else 'no'}",
+                    *quorum,
                     "",
                 ]
             )
@@ -123,14 +200,22 @@ class ZooKeeperServer:
         java = shutil.which("java")
         if java is None:
             raise ZooKeeperNotInstalled("no `java` on PATH; ZooKeeper needs a Java runtime")
-        if self.data_dir is None:
-            self.data_dir = Path(tempfile.mkdtemp(prefix="zkafka-zk-"))
-            self._own_dir = True
-        self.data_dir = Path(self.data_dir)
-        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
-        if self.port == 0:
-            self.port = free_port(self.host)
-        cfg = self._write_config()
+        if self.config_file is not None:
+            cfg = Path(self.config_file)
+            self.host, self.port = read_client_port(cfg)
+            self.data_dir = cfg.parent
+        else:
+            if self.data_dir is None:
+                self.data_dir = Path(tempfile.mkdtemp(prefix="zkafka-zk-"))
+                self._own_dir = True
+            self.data_dir = Path(self.data_dir)
+            (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+            if self.member is not None:
+                self.port = self.member.client_port
+            if self.port == 0:
+                self.port = free_port(self.host)
+            cfg = self.write_config()
+        main_class = MAIN_CLASS if self.config_file is None and self.member is None else QUORUM_MAIN_CLASS
         classpath = [str(ZOOKEEPER_JAR)]
         if LOGGER_JAR.exists():
             classpath.append(str(LOGGER_JAR))
@@ -144,7 +229,7 @@ class ZooKeeperServer:
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
             "-cp",
             ":".join(classpath),
-            MAIN_CLASS,
+            main_class,
             str(cfg),
         ]
         log = open(self.data_dir / "zookeeper.log", "ab")  # noqa: SIM115 - owned by the child
@@ -159,6 +244,7 @@ class ZooKeeperServer:
             )
         finally:
             log.close()
+        (self.data_dir / PID_FILE).write_text(f"{self.process.pid}\n")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -180,6 +266,8 @@ class ZooKeeperServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if proc is not None and self.data_dir is not None:
+            (self.data_dir / PID_FILE).unlink(missing_ok=True)
         if self._own_dir and self.data_dir is not None:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
