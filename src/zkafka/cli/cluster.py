@@ -3,6 +3,7 @@
     zkafka cluster up --brokers 3                 # embedded ZooKeeper, brokers 1..3, web console
     zkafka cluster up --brokers 3 --zookeepers 3 --chroot /kafka   # a 3-member ensemble
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
+    zkafka cluster up --security                  # + a SASL_SSL listener per broker, ACL authorizer
     zkafka cluster status [--json]
     zkafka cluster down
 
@@ -13,6 +14,11 @@ and pids so that `status` and `down` find them, and the other tools too: without
 see `zkafka.cli.target`). `up` on a directory whose cluster is stopped starts it again with the
 same data. `up` prints its progress on stderr and its result (the addresses) on stdout; it also
 starts the web console (`zkafka ui`, see `zkafka.console`) on a free port unless `--no-ui`.
+
+`up --security` (`zkafka.local.security`) gives every broker a SASL_SSL listener (SCRAM-SHA-512 and
+PLAIN) beside PLAINTEXT, which stays the inter-broker listener; a CA and broker certificate are made
+into DIR/tls at each start, and cluster.json records the CA's path (`ca_path`) and the PLAIN super
+user's client config (`admin_client_config`). `status` lists each broker's listeners.
 """
 
 from __future__ import annotations
@@ -65,6 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--no-ui", action="store_true", help="do not start the web console (`zkafka ui`)")
     up.add_argument(
         "--ui-port", type=int, default=0, metavar="PORT", help="the web console's port (default: a free one)"
+    )
+    up.add_argument(
+        "--security",
+        action="store_true",
+        help="also a SASL_SSL listener (SCRAM-SHA-512, PLAIN) on every broker, TLS material made in "
+        "DIR/tls, and the ACL authorizer (PLAINTEXT stays, for the brokers and as a super user)",
     )
     up.set_defaults(func=run_up)
 
@@ -132,6 +144,10 @@ def run_up(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
+    if cluster.security:
+        print(f"SASL_SSL: {cluster.listener_bootstrap('SASL_SSL')}")
+        print(f"CA certificate: {cluster.ca_path}")
+        print(f"admin client config: {cluster.admin_client_config}")
     metrics = [b.metrics for _, b in sorted(cluster.brokers.items()) if b.metrics]
     if metrics:
         print(f"metrics: {' '.join(metrics)}")
@@ -190,6 +206,7 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
             overrides=overrides,
             timeout=args.timeout,
             progress=progress,
+            security=args.security,
         )
 
 
@@ -295,13 +312,13 @@ def _print_status(report: dict[str, Any]) -> None:
     registered = report.get("registered_brokers", {})
     controller = report.get("controller", {})
     brokers = Table(title="Brokers", title_justify="left")
-    for column in ("Id", "Endpoint", "Metrics", "Pid", "Process", "Registered", "Role"):
+    for column in ("Id", "Listeners", "Metrics", "Pid", "Process", "Registered", "Role"):
         brokers.add_column(column)
     for b in report["brokers"]:
         reg = registered.get(b["id"]) if registered else None
         brokers.add_row(
             str(b["id"]),
-            b["endpoint"],
+            " ".join(b.get("listeners") or [b["endpoint"]]),
             b.get("metrics") or "-",
             str(b["pid"] or "-"),
             "[green]alive[/green]" if b["alive"] else "[red]dead[/red]",
@@ -309,6 +326,8 @@ def _print_status(report: dict[str, Any]) -> None:
             "controller" if controller.get("id") == b["id"] else "",
         )
     print_table(out, brokers)
+    if report.get("ca_path"):
+        out.print(f"CA certificate of the SASL_SSL listeners: {report['ca_path']}")
     if "zookeeper_error" in report:
         out.print(f"[red]cannot read ZooKeeper: {report['zookeeper_error']}[/red]")
         return

@@ -7,7 +7,9 @@ directory as Kafka lays it out, both kinds of consumer group with live figures f
 /metrics (under-replicated partitions, bytes and records in, the groups' lag as the brokers report
 it), the ZooKeeper tree in Kafka's layout (a znode with many children, such as
 `__consumer_offsets`' 50 partitions, summarised on one line), `cluster status`, the clickstream
-pipeline on Spark, and `zkafka doctor`'s check of the whole cluster. Everything started is stopped
+pipeline on Spark, security (the cluster runs with `cluster up --security`: SCRAM users, ACLs and
+one allowed and one refused client on the SASL_SSL listener, `zkafka.cli.demo_security`), and
+`zkafka doctor`'s check of the whole cluster. Everything started is stopped
 at the end, also on errors and Ctrl-C. The output follows the CLI's console policy
 (`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
 """
@@ -52,9 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _zkafka(
-    *args: str, stdin: str | None = None, capture: bool = True, ok: tuple[int, ...] = (0,)
-) -> str:
+def _zkafka(*args: str, stdin: str | None = None, capture: bool = True, ok: tuple[int, ...] = (0,)) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "zkafka.cli.main", *args],
         input=stdin,
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="zkafka-demo-") as tmp:
         directory = args.dir or Path(tmp) / "cluster"
         heading(console, f"zkafka demo: ZooKeeper + {args.brokers} brokers in {directory}")
-        _zkafka("cluster", "up", "--brokers", str(args.brokers), "--dir", str(directory), capture=False)
+        up = ("cluster", "up", "--security", "--brokers", str(args.brokers), "--dir", str(directory))
+        _zkafka(*up, capture=False)
         try:
             _demo(console, directory, args)
         finally:
@@ -264,7 +265,11 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
 
     demo_step(console, bootstrap, step="8")
 
-    heading(console, "9. zkafka doctor: the whole cluster checked from ZooKeeper")
+    from zkafka.cli import demo_security
+
+    demo_security.demo_step(console, cluster, _zkafka, step="9")
+
+    heading(console, "10. zkafka doctor: the whole cluster checked from ZooKeeper")
     # Exit 1/2 (warnings, critical findings) is the doctor's answer, not a failure of the demo.
     doctor = ("doctor", "--zookeeper", cluster.zookeeper_connect)
     console.out(_zkafka(*doctor, ok=(0, 1, 2)).rstrip())

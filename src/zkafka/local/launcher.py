@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
+from zkafka.local.security import TlsFiles, generate_tls, secure_broker_props
 from zkafka.local.zookeeper import (
     PID_FILE,
     EnsembleMember,
@@ -64,6 +65,8 @@ class BrokerProcess:
     pid: int = 0
     metrics: str = ""
     """Where the broker serves Prometheus metrics (`http://127.0.0.1:<port>/metrics`), "" if unknown."""
+    listeners: list[str] = field(default_factory=list)
+    """Its `listeners` (`PLAINTEXT://127.0.0.1:9092`, `SASL_SSL://...` with `--security`)."""
 
     @property
     def config_path(self) -> Path:
@@ -123,6 +126,13 @@ class LocalCluster:
     broker_overrides: dict[str, str] = field(default_factory=dict)
     zookeepers: dict[int, ZooKeeperProcess] = field(default_factory=dict)
     """The ensemble's members (empty for a single embedded server or an external ZooKeeper)."""
+    security: bool = False
+    """`up(security=True)`: every broker also has a SASL_SSL listener (`zkafka.local.security`)."""
+    ca_path: str = ""
+    """The CA certificate clients of the SASL_SSL listeners trust ("" without security)."""
+    admin_client_config: str = ""
+    """Client keys of the secured listener's super user `admin` ("" without security)."""
+    _tls: TlsFiles | None = field(default=None, repr=False)
     _popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _zk_member_popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _zk_popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -138,6 +148,9 @@ class LocalCluster:
             "brokers": [asdict(b) for b in self.brokers.values()],
             "broker_overrides": self.broker_overrides,
             "zookeepers": [asdict(z) for z in self.zookeepers.values()],
+            "security": self.security,
+            "ca_path": self.ca_path,
+            "admin_client_config": self.admin_client_config,
         }
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
@@ -156,6 +169,9 @@ class LocalCluster:
             ui_pid=state.get("ui_pid", 0),
             ui_port=state.get("ui_port", 0),
             broker_overrides=state.get("broker_overrides", {}),
+            security=state.get("security", False),
+            ca_path=state.get("ca_path", ""),
+            admin_client_config=state.get("admin_client_config", ""),
         )
         for b in state["brokers"]:
             cluster.brokers[b["broker_id"]] = BrokerProcess(**b)
@@ -166,6 +182,16 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def listener_bootstrap(self, protocol: str) -> str:
+        """The bootstrap servers of the brokers' `protocol` listener (e.g. SASL_SSL), "" if none."""
+        prefix = f"{protocol}://"
+        return ",".join(
+            url.removeprefix(prefix)
+            for b in self.brokers.values()
+            for url in b.listeners
+            if url.startswith(prefix)
+        )
 
     # -- ZooKeeper -----------------------------------------------------------------------------
     def start_embedded_zookeeper(self, timeout: float = 30.0) -> None:
@@ -413,8 +439,11 @@ class LocalCluster:
             "zookeeper.session.timeout.ms": "6000",
             "num.partitions": "1",
         }
+        if self.security:
+            props.update(secure_broker_props(port, free_port(), self._ensure_tls()))
         props.update(self.broker_overrides)
         props.update(overrides or {})
+        broker.listeners = [url.strip() for url in props["listeners"].split(",") if url.strip()]
         if "metrics.listener" not in props:
             # Every local broker serves /metrics, on a port picked here like its Kafka port so that
             # `cluster status` can say where without asking the broker.
@@ -425,6 +454,14 @@ class LocalCluster:
         broker.config_path.write_text(format_properties(props))
         self.brokers[broker_id] = broker
         return broker
+
+    def _ensure_tls(self) -> TlsFiles:
+        """This start's TLS material (made once per `up`, shared by its brokers)."""
+        if self._tls is None:
+            self._tls = generate_tls(self.directory)
+            self.ca_path = str(self._tls.ca)
+            self.admin_client_config = str(self._tls.admin_client_config)
+        return self._tls
 
     def start_broker(self, broker_id: int) -> BrokerProcess:
         broker = self.brokers[broker_id]
@@ -543,15 +580,19 @@ class LocalCluster:
         overrides: dict[str, str] | None = None,
         timeout: float = 60.0,
         progress: Progress | None = None,
+        security: bool = False,
     ) -> None:
         """Start ZooKeeper (unless `zookeeper` is a connect string; an ensemble of `zookeepers`
         members when that is more than 1) and brokers 1..`brokers`,
         then wait until every broker is registered, a controller is elected and every broker's
-        Metadata lists them all. On failure everything started here is stopped again."""
+        Metadata lists them all. On failure everything started here is stopped again.
+        `security`: each broker also gets a SASL_SSL listener with fresh TLS material and the
+        ACL authorizer (`zkafka.local.security`)."""
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         say = progress or (lambda _msg: None)
         self.broker_overrides.update(overrides or {})
+        self.security = security
         try:
             if zookeeper == EMBEDDED and zookeepers > 1:
                 say(f"starting a {zookeepers}-member ZooKeeper ensemble")
@@ -565,6 +606,9 @@ class LocalCluster:
             else:
                 self.zookeeper_connect = zookeeper
                 self.zookeeper_embedded = False
+            if security:
+                self._ensure_tls()
+                say(f"made a CA and the brokers' certificate in {Path(self.ca_path).parent}")
             for broker_id in range(1, brokers + 1):
                 self.add_broker(broker_id)
                 self.start_broker(broker_id)
@@ -679,6 +723,7 @@ class LocalCluster:
                 "members": self.zookeeper_servers(),
             },
             "ui": {"url": self.ui_url or None, "pid": self.ui_pid or None, "alive": self.console_alive()},
+            "ca_path": self.ca_path or None,
             "brokers": [
                 {
                     "id": b.broker_id,
@@ -686,6 +731,7 @@ class LocalCluster:
                     "pid": b.pid or None,
                     "alive": self.broker_alive(b.broker_id),
                     "metrics": b.metrics or None,
+                    "listeners": b.listeners or [f"PLAINTEXT://{b.bootstrap}"],
                     "log": str(b.log_path),
                 }
                 for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)
