@@ -252,14 +252,7 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         error = self.check_status(group_id, allow_empty=True)
         if error != E.NONE:
             return dict.fromkeys(offsets, error)
-        results: dict[TopicPartition, ErrorCode] = {}
-        valid: dict[TopicPartition, CommitRequest] = {}
-        for tp, req in offsets.items():
-            error = self.validate_offset(tp, req)
-            if error != E.NONE:
-                results[tp] = error
-            else:
-                valid[tp] = req
+        results, valid = self.split_valid_offsets(offsets)
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -276,6 +269,20 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         if valid:
             results.update(await self._store_offsets(group, valid, retention_ms))
         return results
+
+    def split_valid_offsets(
+        self, offsets: Mapping[TopicPartition, CommitRequest]
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, CommitRequest]]:
+        """The per-partition errors of the offsets that fail `validate_offset`, and the rest."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, CommitRequest] = {}
+        for tp, req in offsets.items():
+            error = self.validate_offset(tp, req)
+            if error != E.NONE:
+                results[tp] = error
+            else:
+                valid[tp] = req
+        return results, valid
 
     def validate_offset(self, tp: TopicPartition, req: CommitRequest) -> ErrorCode:
         """The per-partition checks of OffsetCommit and TxnOffsetCommit."""

@@ -36,7 +36,9 @@ class TransactionalOffsets:
     def now_ms(self) -> int:
         raise NotImplementedError
 
-    def validate_offset(self, tp: TopicPartition, req: CommitRequest) -> ErrorCode:
+    def split_valid_offsets(
+        self, offsets: Mapping[TopicPartition, CommitRequest]
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, CommitRequest]]:
         raise NotImplementedError
 
     def validate_member_commit(
@@ -57,14 +59,7 @@ class TransactionalOffsets:
         error = self.check_status(group_id)
         if error != E.NONE:
             return dict.fromkeys(offsets, error)
-        results: dict[TopicPartition, ErrorCode] = {}
-        valid: dict[TopicPartition, CommitRequest] = {}
-        for tp, req in offsets.items():
-            error = self.validate_offset(tp, req)
-            if error != E.NONE:
-                results[tp] = error
-            else:
-                valid[tp] = req
+        results, valid = self.split_valid_offsets(offsets)
         group = self.groups.get(group_id)
         if group is None:  # Kafka creates it: its offsets may be committed before it has members
             group = self.groups[group_id] = Group(group_id, self.partition_for(group_id))
