@@ -219,7 +219,7 @@ def test_consumer_held_to_its_byte_rate(cluster: LocalCluster) -> None:
         for s in families["kafka_server_clientquota_throttletimems"].samples
         if s.labels.get("client_id") == client_id and s.name.endswith("_total")
     }
-    assert throttled.get("produce", 0) > 0, throttled
+    assert throttled.get("fetch", 0) > 0, throttled
 
 
 def test_a_quota_change_applies_without_restart(cluster: LocalCluster) -> None:

@@ -103,9 +103,11 @@ def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
         topics.fetched(topic, nbytes, follower=follower)
     if read.errors:
         for t in read.response.responses:
+            # Fetch v13 names topics by id only; an id no topic has is counted under no name
+            name = t.topic or ctx.services.metadata.topic_name(t.topic_id) or ""
             for p in t.partitions:
                 if p.error_code:
-                    metrics.partition_error("Fetch", t.topic, p.error_code, produce=False)
+                    metrics.partition_error("Fetch", name, p.error_code, produce=False)
 
 
 async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
@@ -286,7 +288,7 @@ def _read(
                         out.records, size = converted.chunks or b"", converted.size
                     result.size += size
                     by_topic = result.bytes_by_topic
-                    by_topic[t.topic] = by_topic.get(t.topic, 0) + size
+                    by_topic[tp.topic] = by_topic.get(tp.topic, 0) + size  # by name: v13 asks by id
                     budget -= size
                     if throttled:
                         ctx.services.leader_throttle.record(size, now)  # type: ignore[union-attr]
