@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -54,11 +55,39 @@ def _die_with_parent() -> None:
 PR_SET_PDEATHSIG = 1
 
 
+PORT_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PICKED_PORTS = 20_000
+"""How many ports below the kernel's ephemeral range `free_port` picks from."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A currently free TCP port on the loopback interface."""
+    """A currently free TCP port on the loopback interface, for a server started a moment later.
+
+    Picked at random below the kernel's ephemeral range: a port that bind(0) hands out comes from
+    that range, from which every outgoing connection also takes its local port, so in the seconds
+    before our server binds it (a broker binds its metrics listener after loading its logs) a
+    client connection may take it ("address already in use", seen under a busy test suite)."""
+    low = _ephemeral_low()
+    if low > 1024 + PICKED_PORTS // 4:
+        rng = random.SystemRandom()
+        for _ in range(100):
+            port = rng.randrange(max(1024, low - PICKED_PORTS), low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(PORT_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str | None:

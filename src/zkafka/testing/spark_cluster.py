@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -24,15 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import zkafka
+from zkafka.local.zookeeper import free_port as local_free_port
 from zkafka.testing.polling import wait_for
 
 LOOPBACK = "127.0.0.1"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    return local_free_port(LOOPBACK)
 
 
 def spark_home() -> Path:
