@@ -132,6 +132,9 @@ def browser() -> Iterator[object]:
         options.add_argument(arg)
     driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
     driver.set_page_load_timeout(60)
+    # A click that submits a form returns before the next page has loaded: finding an element waits
+    # for it (up to 15 s) instead of failing on the page being left (seen under a busy suite).
+    driver.implicitly_wait(15)
     try:
         yield driver
     finally:
