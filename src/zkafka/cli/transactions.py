@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from zkafka.cli.errors import CliError
@@ -147,21 +148,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _command(commands: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
-    """A subcommand that also takes --bootstrap-server and --command-config after its name (a
-    value given there wins; absent, the one given before the command stays)."""
+    """A subcommand that also takes the connection flags after its name (a value given there
+    wins; absent, the one given before the command stays)."""
     c = commands.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
-    c.add_argument(
-        "--bootstrap-server",
-        metavar="HOST:PORT[,...]",
-        default=argparse.SUPPRESS,
-        help="= the same flag before the command",
-    )
-    c.add_argument(
-        "--command-config",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="= the same flag before the command",
-    )
+    for flag, metavar, kind in (
+        ("--bootstrap-server", "HOST:PORT[,...]", str),
+        ("--command-config", "FILE", str),
+        ("--cluster-dir", "DIR", Path),
+    ):
+        c.add_argument(
+            flag,
+            metavar=metavar,
+            type=kind,
+            default=argparse.SUPPRESS,
+            help="= the same flag before the command",
+        )
     return c
 
 
