@@ -327,3 +327,14 @@ def test_bad_input_gets_one_line_and_a_non_zero_exit(cluster: LocalCluster) -> N
         _cli(cluster, "find-hanging", "--broker-id", "1", "--partition", "0")
     )
     assert "not a live broker" in _failed(_cli(cluster, "find-hanging", "--broker-id", "99"))
+
+
+def test_the_table_is_kafkas_layout() -> None:
+    from zkafka.cli.transactions import LIST_HEADERS, format_table
+
+    text = format_table(LIST_HEADERS, [("app-1", 1, 4000, "Ongoing"), ("a-much-longer-id", 12, 7, "Empty")])
+    assert text.splitlines() == [
+        "TransactionalId \tCoordinator\tProducerId\tTransactionState\t",
+        "app-1           \t1          \t4000      \tOngoing         \t",
+        "a-much-longer-id\t12         \t7         \tEmpty           \t",
+    ]
