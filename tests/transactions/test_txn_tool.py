@@ -56,7 +56,7 @@ def cluster(
         yield c
 
 
-def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(cluster: LocalCluster, *args: str, bootstrap: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -64,7 +64,7 @@ def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
             "zkafka.cli.main",
             "transactions",
             "--bootstrap-server",
-            cluster.bootstrap_servers,
+            bootstrap or cluster.bootstrap_servers,
             *args,
         ],
         capture_output=True,
@@ -87,10 +87,10 @@ def _failed(result: subprocess.CompletedProcess[str], code: int = 1) -> str:
     return result.stderr
 
 
-def _topic(cluster: LocalCluster, partitions: int = 1) -> str:
+def _topic(cluster: LocalCluster, partitions: int = 1, replication_factor: int = 1) -> str:
     name = f"txn-tool-{uuid.uuid4().hex[:8]}"
     admin = ConfluentAdmin({"bootstrap.servers": cluster.bootstrap_servers})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+    for f in admin.create_topics([NewTopic(name, partitions, replication_factor)]).values():
         f.result(30)
     return name
 
@@ -135,15 +135,24 @@ def _open_transaction(cluster: LocalCluster, topic: str) -> tuple[Producer, str]
     return p, txn_id
 
 
-async def _write_hanging_batch(bootstrap: str, topic: str, txn_id: str, values: list[str]) -> tuple[int, int]:
+async def _write_hanging_batch(
+    bootstrap: str, topic: str, txn_id: str, values: list[str], partition: int = 0
+) -> tuple[int, int]:
     """A transactional batch from a fresh producer id that never called AddPartitionsToTxn: the
     coordinator knows the id (Empty, no partitions) but not this transaction."""
+    async with TransactionAdmin(bootstrap) as admin:  # FindCoordinator, retried while it loads
+        coordinator = await admin.coordinator(txn_id)
     cluster = Cluster(bootstrap)
     try:
-        resp = await cluster.send_any(
-            InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000)
-        )
-        assert isinstance(resp, InitProducerIdResponse) and resp.error_code == 0, resp
+        while True:  # the coordinator's partition may still be loading
+            resp = await cluster.send(
+                coordinator, InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000)
+            )
+            assert isinstance(resp, InitProducerIdResponse)
+            if resp.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            await asyncio.sleep(0.2)
+        assert resp.error_code == 0, resp
         meta = await cluster.refresh([topic])
         batch = simple_batch(
             [(None, v.encode()) for v in values],
@@ -159,11 +168,12 @@ async def _write_hanging_batch(bootstrap: str, topic: str, txn_id: str, values: 
             timeout_ms=10_000,
             topic_data=[
                 ProduceRequest.TopicProduceData(
-                    name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)]
+                    name=topic,
+                    partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)],
                 )
             ],
         )
-        answer = await cluster.send(meta.leader(TopicPartition(topic, 0)), produce)
+        answer = await cluster.send(meta.leader(TopicPartition(topic, partition)), produce)
         assert isinstance(answer, ProduceResponse)
         [t] = answer.responses
         [p] = t.partition_responses
@@ -173,12 +183,12 @@ async def _write_hanging_batch(bootstrap: str, topic: str, txn_id: str, values: 
         await cluster.close()
 
 
-def _lso(bootstrap: str, topic: str) -> int:
+def _lso(bootstrap: str, topic: str, partition: int = 0) -> int:
     async def ask() -> int:
         async with TransactionAdmin(bootstrap) as admin:
             from zkafka.client.offsets import list_offsets, offset_spec
 
-            tp = TopicPartition(topic, 0)
+            tp = TopicPartition(topic, partition)
             found = await list_offsets(
                 admin.cluster, {tp: offset_spec("latest")}, isolation_level=READ_COMMITTED
             )
@@ -338,3 +348,47 @@ def test_the_table_is_kafkas_layout() -> None:
         "app-1           \t1          \t4000      \tOngoing         \t",
         "a-much-longer-id\t12         \t7         \tEmpty           \t",
     ]
+
+
+@pytest.fixture(scope="module")
+def three_brokers(
+    zookeeper_server: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    overrides = {"transaction.partition.verification.enable": "false"}
+    directory = tmp_path_factory.mktemp("txn-tool-3")
+    with running_cluster(zookeeper_server, directory, brokers=3, overrides=overrides) as c:
+        yield c
+
+
+async def _placement(bootstrap: str, topic: str, partition: int) -> tuple[int, tuple[int, ...]]:
+    """(leader, replicas) of one partition."""
+    async with TransactionAdmin(bootstrap) as admin:
+        meta = await admin.cluster.refresh([topic])
+        p = meta.topics[topic].partitions[partition]
+        return p.leader, p.replicas
+
+
+def test_on_three_brokers_abort_reaches_the_leader_and_broker_id_scopes_the_search(
+    three_brokers: LocalCluster,
+) -> None:
+    c = three_brokers
+    topic = _topic(c, partitions=3, replication_factor=2)
+    leader, replicas = asyncio.run(asyncio.wait_for(_placement(c.bootstrap_servers, topic, 1), 60))
+    [outsider] = [b for b in c.brokers if b not in replicas]
+    via = c.brokers[next(b for b in c.brokers if b != leader)].bootstrap  # the tool starts elsewhere
+    txn_id = f"hang-{uuid.uuid4().hex[:8]}"
+    pid, start = asyncio.run(
+        asyncio.wait_for(
+            _write_hanging_batch(c.bootstrap_servers, topic, txn_id, ["a", "b"], partition=1), 60
+        )
+    )
+
+    found = _ok(_cli(c, "find-hanging", "--broker-id", str(leader), bootstrap=via))
+    assert [r[:3] for r in found[1:] if r[0] == topic] == [[topic, "1", str(pid)]]
+    # a broker holding no replica of the partition is not searched for it
+    elsewhere = _ok(_cli(c, "find-hanging", "--broker-id", str(outsider), bootstrap=via))
+    assert all(r[:2] != [topic, "1"] for r in elsewhere[1:])
+
+    _ok(_cli(c, "abort", "--topic", topic, "--partition", "1", "--start-offset", str(start), bootstrap=via))
+    assert _lso(c.bootstrap_servers, topic, 1) == start + 3  # two records and the marker
+    assert all(r[0] != topic for r in _ok(_cli(c, "find-hanging", "--topic", topic, bootstrap=via))[1:])
