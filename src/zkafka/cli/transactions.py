@@ -365,11 +365,9 @@ async def _partitions_to_search(
     if topic is not None and partition is not None:
         return [TP(topic, partition)]
     meta = await admin.cluster.refresh([topic] if topic is not None else (), all_topics=topic is None)
-    if topic is not None and topic not in meta.topics:
-        raise CliError(
-            f"Failed to describe 1 topics: {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.name}: "
-            f"topic {topic!r} does not exist."
-        )
+    if topic is not None and (topic not in meta.topics or meta.topics[topic].error != ErrorCode.NONE):
+        error = meta.topics[topic].error if topic in meta.topics else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        raise CliError(f"Failed to describe 1 topics: {error.name}: topic {topic!r}: {error.message}.")
     if broker_id is not None and broker_id not in meta.brokers:
         raise CliError(
             f"broker {broker_id} is not a live broker of the cluster (live: {sorted(meta.brokers)})"

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Self, TypeVar
 
-from zkafka.client.cluster import Cluster
+from zkafka.client.cluster import Cluster, ClusterMetadata
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError
 from zkafka.client.security import ClientSecurity
@@ -145,6 +145,17 @@ def _check(code: int, what: str, message: str | None = None) -> None:
     if error in RETRIABLE:
         raise _Retry(error, what)
     raise KafkaError(error, f"{what}: {message or error.message}")
+
+
+def _missing(meta: ClusterMetadata, tp: TopicPartition) -> KafkaError | None:
+    """Why the metadata has no `tp` (TOPIC_AUTHORIZATION_FAILED for a topic the principal may not
+    describe, UNKNOWN_TOPIC_OR_PARTITION), None when it has it."""
+    topic = meta.topics.get(tp.topic)
+    if topic is not None and topic.error != ErrorCode.NONE:
+        return KafkaError(topic.error, f"topic {tp.topic!r}: {topic.error.message}")
+    if topic is None or tp.partition not in topic.partitions:
+        return KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition} does not exist")
+    return None
 
 
 class TransactionAdmin:
@@ -290,11 +301,9 @@ class TransactionAdmin:
         meta = await self.cluster.refresh(sorted({tp.topic for tp in wanted}))
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp in wanted:
-            topic = meta.topics.get(tp.topic)
-            if topic is None or tp.partition not in topic.partitions:
-                out[tp] = KafkaError(
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition} does not exist"
-                )
+            missing = _missing(meta, tp)
+            if missing is not None:
+                out[tp] = missing
                 continue
             target = broker_id if broker_id is not None else meta.leader(tp)
             by_broker.setdefault(target, []).append(tp)
@@ -376,11 +385,9 @@ class TransactionAdmin:
 
         async def ask() -> None:
             meta = await self.cluster.refresh([tp.topic])
-            topic = meta.topics.get(tp.topic)
-            if topic is None or tp.partition not in topic.partitions:
-                raise KafkaError(
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition} does not exist"
-                )
+            missing = _missing(meta, tp)
+            if missing is not None:
+                raise missing
             leader = meta.leader(tp)
             if leader < 0:
                 raise _Retry(ErrorCode.LEADER_NOT_AVAILABLE, what)
