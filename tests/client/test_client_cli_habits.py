@@ -141,6 +141,7 @@ TOOLS = {
     "console-producer": ["--topic", "t"],
     "console-consumer": ["--topic", "t"],
     "consumer-groups": ["--list"],
+    "transactions": ["list"],
     "configs": ["--entity-type", "topics", "--describe"],
     "reassign-partitions": ["--verify", "--reassignment-json-file", "plan.json"],
     "leader-election": ["--election-type", "preferred", "--all-topic-partitions"],
@@ -173,6 +174,17 @@ def test_without_a_cluster_one_line_says_what_to_pass(tool: str, tmp_path: Path)
 def _command_lines() -> list[list[str]]:
     """Every command and subcommand a user can type."""
     lines = [[c] for c in COMMANDS if c not in ("cluster", "zk", "perf", "pipeline")]
+    lines += [
+        ["transactions", c]
+        for c in (
+            "list",
+            "describe",
+            "describe-producers",
+            "abort",
+            "find-hanging",
+            "forceTerminateTransaction",
+        )
+    ]
     lines += [["cluster", c] for c in ("up", "status", "down")]
     lines += [["zk", c, "/"] for c in ("ls", "get", "tree", "rm")]
     lines += [["perf", c] for c in ("produce", "consume", "storage")]

@@ -1,5 +1,6 @@
 """Every zkafka tool that talks to brokers speaks SASL and TLS from Kafka's client keys (issue 14):
-`--command-config` (topics, consumer-groups, configs, reassign-partitions, leader-election),
+`--command-config` (topics, consumer-groups, configs, reassign-partitions, leader-election,
+transactions),
 `--producer.config` / `--consumer.config` (console tools, perf), one shared parser; the Spark
 connector's `kafka.`-prefixed security options."""
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from secure_cluster import ADMIN, ADMIN_PASSWORD, SecureCluster, secure_cluster
+from secure_cluster import ADMIN, ADMIN_PASSWORD, ALICE, ALICE_PASSWORD, SecureCluster, secure_cluster
 
 from zkafka.client.security import librdkafka_security_config
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -48,12 +49,12 @@ def scram_config(sc: SecureCluster) -> Path:
     return path
 
 
-def plain_config(sc: SecureCluster) -> Path:
-    path = sc.directory / "client-plain.properties"
+def plain_config(sc: SecureCluster, user: str = ADMIN, password: str = ADMIN_PASSWORD) -> Path:
+    path = sc.directory / f"client-plain-{user}.properties"
     path.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{ADMIN}" password="{ADMIN_PASSWORD}";\n'
+        f'username="{user}" password="{password}";\n'
     )
     return path
 
@@ -338,3 +339,35 @@ def test_spark_connector_takes_kafka_security_options(secured: SecureCluster) ->
         assert "tools" in admin.list_topics()
     with pytest.raises(OptionError, match="Kafka security options"):
         parse_source_options({**options, "kafka.sasl.mechanism": "GSSAPI"}, streaming=False)
+
+
+def test_transactions_tool_with_command_config_and_acls(secured: SecureCluster) -> None:
+    """kafka-transactions' rights: the tool's requests are authorized as Kafka authorizes them, and
+    a refusal is one line with Kafka's error name."""
+    sasl = f"127.0.0.1:{secured.sasl_plaintext}"
+    admin, alice = str(plain_config(secured)), str(plain_config(secured, ALICE, ALICE_PASSWORD))
+    as_admin = ("--bootstrap-server", sasl, "--command-config", admin)
+    ok(zkafka("topics", *as_admin, "--create", "--topic", "txn-acl", "--partitions", "1",
+              "--replication-factor", "1"))  # fmt: skip
+    ok(zkafka("acls", *as_admin, "--add", "--allow-principal", f"User:{ALICE}", "--operation", "Describe",
+              "--operation", "Read", "--topic", "txn-acl"))  # fmt: skip
+
+    def transactions(config: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return zkafka("transactions", "--bootstrap-server", sasl, "--command-config", config, *args)
+
+    header = "ProducerId"
+    assert ok(transactions(admin, "describe-producers", "--topic", "txn-acl", "--partition", "0")).startswith(
+        header
+    )
+    assert ok(transactions(alice, "describe-producers", "--topic", "txn-acl", "--partition", "0")).startswith(
+        header
+    )
+    assert ok(transactions(alice, "list")).startswith("TransactionalId")  # only the ids alice may describe
+
+    describe = transactions(alice, "describe", "--transactional-id", "someone-elses")
+    assert describe.returncode == 1 and "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in describe.stderr
+    abort = transactions(alice, "abort", "--topic", "txn-acl", "--partition", "0", "--producer-id", "1",
+                         "--producer-epoch", "0", "--coordinator-epoch", "0")  # fmt: skip
+    assert abort.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in abort.stderr  # needs ClusterAction
+    hidden = transactions(alice, "describe-producers", "--topic", "not-alices", "--partition", "0")
+    assert hidden.returncode == 1 and "Traceback" not in hidden.stderr + describe.stderr + abort.stderr

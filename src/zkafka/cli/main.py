@@ -38,6 +38,7 @@ COMMANDS = {
     "console-consumer": "zkafka.cli.console",
     "cluster": "zkafka.cli.cluster",
     "consumer-groups": "zkafka.cli.consumer_groups",
+    "transactions": "zkafka.cli.transactions",
     "reassign-partitions": "zkafka.cli.reassign",
     "leader-election": "zkafka.cli.leader_election",
     "pipeline": "zkafka.cli.pipeline",
