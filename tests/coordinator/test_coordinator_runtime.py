@@ -40,7 +40,8 @@ class LastValues:
         self.gate = threading.Event()  # a replay waits here (off the loop) until the test opens it
         self.gate.set()
 
-    def new_load(self, partition: int) -> dict[bytes, bytes]:
+    def new_load(self, name: str) -> dict[bytes, bytes]:
+        assert name.startswith(f"{TOPIC}-")
         assert self.gate.wait(20)
         return {}
 
@@ -70,7 +71,12 @@ class Broker:
         self.store = CoordinatorLogStore(self.replicas, TOPIC, commit_timeout_ms=10_000)
         self.shards = LastValues()
         self.runtime: CoordinatorRuntime[dict[bytes, bytes]] = CoordinatorRuntime(
-            self.store, self.shards, partition_of=offsets_partition_for, num_partitions=lambda: PARTITIONS
+            self.store,
+            self.shards,
+            new_load=self.shards.new_load,
+            replay_batch=self.shards.replay_batch,
+            partition_of=offsets_partition_for,
+            num_partitions=lambda: PARTITIONS,
         )
 
     def lead(

@@ -49,7 +49,6 @@ from zkafka.protocol.groups.formats import (
     encode_offset_value,
 )
 from zkafka.protocol.groups.partitioning import offsets_partition_for
-from zkafka.records import BatchHeader
 from zkafka.storage.naming import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -104,6 +103,8 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         self.runtime = CoordinatorRuntime(
             store,
             self,
+            new_load=LoadedPartition,
+            replay_batch=replay_batch,
             partition_of=offsets_partition_for,
             num_partitions=num_partitions or (lambda: config.num_partitions),
         )
@@ -131,12 +132,6 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         return self.runtime.partition_for(group_id)
 
     # -- the runtime's CoordinatorShards: a partition's groups in and out ------------------------------
-    def new_load(self, partition: int) -> LoadedPartition:
-        return LoadedPartition(name=f"{self.store.topic}-{partition}")
-
-    def replay_batch(self, loaded: LoadedPartition, header: BatchHeader, data: bytes) -> None:
-        replay_batch(loaded, header, data)
-
     def install(self, load: PartitionLoad, loaded: LoadedPartition) -> None:
         """The replayed partition's groups become live (requests for them got
         COORDINATOR_LOAD_IN_PROGRESS until now)."""

@@ -18,8 +18,9 @@ partition's leader epoch when it was loaded (Kafka's coordinator epoch, which tr
 carry so partition leaders can refuse an older coordinator).
 
 Loading reads the log from its start off the event loop and hands every batch, in log order, to
-the coordinator's `replay_batch` (the last record per key wins); the result is installed on the
-loop only if the load is still current and the partition still led here.
+the coordinator's `replay_batch` into a fresh accumulator (`new_load`; the last record per key
+wins); the result is installed on the loop only if the load is still current and the partition
+still led here.
 """
 
 from __future__ import annotations
@@ -68,17 +69,8 @@ class PartitionLoad:
 
 
 class CoordinatorShards(Protocol[L]):
-    """What a coordinator gives the runtime: how to rebuild one partition's state from its log, and
-    what to do when that state becomes the coordinator's or stops being it. `L` is the
-    coordinator's accumulator of one replay."""
-
-    def new_load(self, partition: int) -> L:
-        """An empty accumulator for replaying `partition` (called off the event loop)."""
-        ...
-
-    def replay_batch(self, loaded: L, header: BatchHeader, data: bytes) -> None:
-        """One batch of the partition, in log order, control batches included (off the loop)."""
-        ...
+    """What a coordinator does when a partition's replayed state (`L`, the accumulator of one
+    replay) becomes its own, and when it stops being so."""
 
     def install(self, load: PartitionLoad, loaded: L) -> None:
         """On the loop: the partition is now owned (`load` is LOADED); its replayed state is live."""
@@ -98,12 +90,19 @@ class CoordinatorRuntime(Generic[L]):
         store: CoordinatorLogStore,
         shards: CoordinatorShards[L],
         *,
+        new_load: Callable[[str], L],
+        replay_batch: Callable[[L, BatchHeader, bytes], None],
         partition_of: Callable[[str, int], int],
         num_partitions: Callable[[], int],
     ) -> None:
+        """`new_load(name)`: an empty accumulator for replaying partition `name` (`<topic>-<n>`,
+        for log lines); `replay_batch(loaded, header, data)`: one batch, control batches included,
+        into it (both off the loop); `partition_of(key, partitions)`: Kafka's partition of a key."""
         self.store = store
         self.topic = store.topic
         self._shards = shards
+        self._new_load = new_load
+        self._replay_batch = replay_batch
         self._partition_of = partition_of
         self._num_partitions = num_partitions
         self._loads: dict[int, PartitionLoad] = {}
@@ -199,9 +198,9 @@ class CoordinatorRuntime(Generic[L]):
             self.partition_lost(partition)
 
     def _replay(self, partition: int, leader: Log) -> L:
-        loaded = self._shards.new_load(partition)
+        loaded = self._new_load(f"{self.topic}-{partition}")
         for header, data in leader.iter_batches():
-            self._shards.replay_batch(loaded, header, data)
+            self._replay_batch(loaded, header, data)
         return loaded
 
     def _drop(self, load: PartitionLoad) -> None:

@@ -31,7 +31,6 @@ from typing import Any, Protocol
 from zkafka.coordinator.runtime import CoordinatorRuntime, PartitionLoad
 from zkafka.coordinator.store import CoordinatorLogStore, group_append_error
 from zkafka.protocol import ErrorCode
-from zkafka.records import BatchHeader
 from zkafka.storage.naming import TopicPartition
 from zkafka.transactions.loading import LoadedTransactions, replay_batch
 from zkafka.transactions.log_records import encode_key, encode_value, transaction_partition_for
@@ -117,6 +116,8 @@ class TransactionCoordinator:
         self.runtime = CoordinatorRuntime(
             store,
             self,
+            new_load=LoadedTransactions,
+            replay_batch=replay_batch,
             partition_of=transaction_partition_for,
             num_partitions=num_partitions or (lambda: config.num_partitions),
         )
@@ -150,12 +151,6 @@ class TransactionCoordinator:
         return self.runtime.partition_for(transactional_id)
 
     # -- the runtime's CoordinatorShards: a partition's ids in and out --------------------------------
-    def new_load(self, partition: int) -> LoadedTransactions:
-        return LoadedTransactions(name=f"{self.store.topic}-{partition}")
-
-    def replay_batch(self, loaded: LoadedTransactions, header: BatchHeader, data: bytes) -> None:
-        replay_batch(loaded, header, data)
-
     def install(self, load: PartitionLoad, loaded: LoadedTransactions) -> None:
         txns = {tid: from_transit(tid, t) for tid, t in loaded.transactions.items()}
         self.transactions[load.partition] = txns
