@@ -67,8 +67,8 @@ class Harness:
         c = coordinator or self.coordinator
         c.start()
         for p in range(self.config.num_partitions):
-            c.partition_led(p)
-        while c.loading:
+            c.runtime.partition_led(p)
+        while c.runtime.loading:
             await asyncio.sleep(0.005)
         return c
 

@@ -132,7 +132,7 @@ def test_validation_errors(h: Harness) -> None:
         assert c.heartbeat("unknown-group", 1, "m", None) == E.UNKNOWN_MEMBER_ID
         assert (await c.sync_group("unknown-group", 1, "m", None, {})).error == E.UNKNOWN_MEMBER_ID
         # a group whose partition this broker does not lead
-        c.partition_lost(c.partition_for("g"))
+        c.runtime.partition_lost(c.partition_for("g"))
         assert (await join(c, "g")).error == E.NOT_COORDINATOR
         assert c.heartbeat("g", 1, "m", None) == E.NOT_COORDINATOR
         assert c.fetch_offsets("g", [TP0])[0] == E.NOT_COORDINATOR
@@ -350,11 +350,11 @@ def test_groups_and_offsets_survive_reload(h: Harness) -> None:
         fresh = h.new_coordinator()
         fresh.start()
         for p in range(h.config.num_partitions):
-            fresh.partition_led(p)
+            fresh.runtime.partition_led(p)
         assert fresh.check_status("r") == E.COORDINATOR_LOAD_IN_PROGRESS
         assert fresh.heartbeat("r", 1, member, None) == E.NONE  # blind while loading
         assert (await fresh.sync_group("r", 1, member, None, {})).error == E.REBALANCE_IN_PROGRESS
-        while fresh.loading:
+        while fresh.runtime.loading:
             await asyncio.sleep(0.005)
         group = fresh.groups["r"]
         assert group.state is GroupState.STABLE and group.generation == 1 and list(group.members) == [member]
@@ -373,7 +373,7 @@ def test_unload_answers_parked_requests_not_coordinator(h: Harness) -> None:
         c = h.coordinator
         parked = asyncio.create_task(join(c, "u", client_id="b"))
         await asyncio.sleep(0.05)
-        c.partition_lost(c.partition_for("u"))
+        c.runtime.partition_lost(c.partition_for("u"))
         assert (await parked).error == E.NOT_COORDINATOR
         assert c.heartbeat("u", 1, a, None) == E.NOT_COORDINATOR
 

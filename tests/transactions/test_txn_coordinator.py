@@ -60,8 +60,8 @@ class Broker:
         c = self.coordinator
         c.start()
         for p in range(2):
-            c.partition_led(p)
-        while c.loading:
+            c.runtime.partition_led(p)
+        while c.runtime.loading:
             await asyncio.sleep(0.005)
         return c
 
@@ -134,7 +134,7 @@ def test_partition_loss_fences_the_coordinator(tmp_path: Path) -> None:
         broker = Broker(tmp_path)
         c = await broker.start()
         p = c.partition_for("gone")
-        c.partition_lost(p)
+        c.runtime.partition_lost(p)
         assert (await c.init_producer_id("gone", 1000)).error == ErrorCode.NOT_COORDINATOR
         assert await c.end_transaction("gone", 1, 0, True) == ErrorCode.NOT_COORDINATOR
         assert (await c.init_producer_id("", 1000)).error == ErrorCode.INVALID_REQUEST

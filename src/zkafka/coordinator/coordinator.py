@@ -9,8 +9,11 @@ timers are `loop.call_later` handles (session expiry, the join phase, the initia
 delay, the sync deadline, pending member ids, offset expiry). Nothing polls.
 
 Groups live in the `__consumer_offsets` partition `offsets_partition_for(group)`; this broker
-serves a group only while it leads that partition and has finished loading it
-(`partition_led` / `partition_lost`, driven by LeaderAndIsr).
+serves a group only while it leads that partition and has finished loading it. Loading, ownership
+and unloading are the shared `runtime.CoordinatorRuntime`'s (driven by LeaderAndIsr); this module
+is its `CoordinatorShards`: a partition's replay becomes groups (`install`), and an unloaded
+partition's groups go Dead (`unload`), which is how a write that completes after the unload is
+kept from applying -- it lands on a Dead group.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ from zkafka.coordinator.config import GroupConfig
 from zkafka.coordinator.expiry import expired_offsets, tombstones
 from zkafka.coordinator.group import CommitRequest, Group, GroupState, OffsetAndMetadata
 from zkafka.coordinator.membership import GroupMembership, JoinResult, SyncResult
+from zkafka.coordinator.runtime import CoordinatorRuntime, PartitionLoad
 from zkafka.coordinator.store import (
     KeyValue,
     LoadedPartition,
     OffsetsTopicStore,
     group_append_error,
     offset_append_error,
-    read_partition,
+    replay_batch,
 )
 from zkafka.coordinator.txn_offsets import TransactionalOffsets
 from zkafka.protocol import ErrorCode
@@ -93,13 +97,17 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         self.broker_id = broker_id
         self.config = config
         self.store = store
-        self._num_partitions = num_partitions or (lambda: config.num_partitions)
         self._topic_exists = topic_exists
         self._clock = clock
         self.groups: dict[str, Group] = {}
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
-        self._load_epoch: dict[int, int] = {}
+        self.runtime = CoordinatorRuntime(
+            store,
+            self,
+            new_load=LoadedPartition,
+            replay_batch=replay_batch,
+            partition_of=offsets_partition_for,
+            num_partitions=num_partitions or (lambda: config.num_partitions),
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_timer: asyncio.TimerHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -115,64 +123,35 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         self.active = False
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
-        for p in list(self.owned | self.loading):
-            self.partition_lost(p)
+        await self.runtime.stop()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def partition_for(self, group_id: str) -> int:
-        return offsets_partition_for(group_id, self._num_partitions())
+        return self.runtime.partition_for(group_id)
 
-    # -- partition ownership ---------------------------------------------------------------------------
-    def partition_led(self, partition: int) -> None:
-        """This broker now leads `__consumer_offsets` partition `partition`: load its groups
-        (requests for them get COORDINATOR_LOAD_IN_PROGRESS until done)."""
-        if partition in self.owned or partition in self.loading:
-            return
-        epoch = self._load_epoch.get(partition, 0) + 1
-        self._load_epoch[partition] = epoch
-        self.loading.add(partition)
-        self._spawn(self._load(partition, epoch))
-
-    def partition_lost(self, partition: int) -> None:
-        """Leadership moved away: drop the partition's groups; parked requests get NOT_COORDINATOR."""
-        self._load_epoch[partition] = self._load_epoch.get(partition, 0) + 1
-        if partition not in self.owned and partition not in self.loading:
-            return
-        self.loading.discard(partition)
-        self.owned.discard(partition)
-        for group in [g for g in self.groups.values() if g.partition == partition]:
-            self._unload_group(group)
-        log.info("unloaded __consumer_offsets-%d", partition)
-
-    async def _load(self, partition: int, epoch: int) -> None:
-        started = time.monotonic()
-        leader = self.store.leader(partition)
-        if leader is None:
-            self.loading.discard(partition)
-            return
-        try:
-            loaded = await asyncio.get_running_loop().run_in_executor(None, read_partition, leader)
-        except Exception:
-            log.exception("loading __consumer_offsets-%d failed", partition)
-            if self._load_epoch.get(partition) == epoch:
-                self.loading.discard(partition)
-            return
-        if self._load_epoch.get(partition) != epoch or self.store.leader(partition) is None:
-            return  # lost (and maybe regained) while reading: that newer event decides
+    # -- the runtime's CoordinatorShards: a partition's groups in and out ------------------------------
+    def install(self, load: PartitionLoad, loaded: LoadedPartition) -> None:
+        """The replayed partition's groups become live (requests for them got
+        COORDINATOR_LOAD_IN_PROGRESS until now)."""
+        partition = load.partition
         self._install(partition, loaded)
-        self.loading.discard(partition)
-        self.owned.add(partition)
         groups = sum(1 for g in self.groups.values() if g.partition == partition)
         log.log(
             logging.INFO if loaded.records else logging.DEBUG,
-            "loaded __consumer_offsets-%d: %d groups, %d records in %.0f ms",
-            partition,
+            "loaded %s: %d groups, %d records in %.0f ms",
+            loaded.name,
             groups,
             loaded.records,
-            (time.monotonic() - started) * 1000,
+            (time.monotonic() - load.started) * 1000,
         )
+
+    def unload(self, partition: int) -> None:
+        """Leadership moved away: drop the partition's groups; parked requests get NOT_COORDINATOR."""
+        for group in [g for g in self.groups.values() if g.partition == partition]:
+            self._unload_group(group)
+        log.info("unloaded %s-%d", self.store.topic, partition)
 
     def _install(self, partition: int, loaded: LoadedPartition) -> None:
         names = {g for g, v in loaded.groups.items() if v is not None} | {
@@ -227,16 +206,7 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
             return E.INVALID_GROUP_ID
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE
-        partition = self.partition_for(group_id)
-        if partition in self.loading:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        if partition not in self.owned:
-            return E.NOT_COORDINATOR
-        if self.store.leader(partition) is None:
-            # lost leadership without a LeaderAndIsr naming it (e.g. StopReplica): unload now
-            self.partition_lost(partition)
-            return E.NOT_COORDINATOR
-        return E.NONE
+        return self.runtime.check(self.partition_for(group_id))
 
     # -- OffsetCommit ----------------------------------------------------------------------------------
     async def commit_offsets(
@@ -378,12 +348,13 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         if not self.active:
             return E.COORDINATOR_NOT_AVAILABLE, []
         wanted = {s.lower() for s in states}
-        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
+        owned = self.runtime.owned
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.loading else E.NONE
         return error, [
             (g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
             if not g.is_(GroupState.DEAD)
-            and g.partition in self.owned
+            and g.partition in owned
             and (not wanted or g.state.value.lower() in wanted)
         ]
 
@@ -496,8 +467,9 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         now = self.now_ms()
         retention = self.config.offsets_retention_ms
         by_partition: dict[int, list[KeyValue]] = {}
+        owned = self.runtime.owned
         for group in list(self.groups.values()):
-            if group.partition not in self.owned or group.is_(GroupState.DEAD):
+            if group.partition not in owned or group.is_(GroupState.DEAD):
                 continue
             expired = expired_offsets(group, now, retention)
             records = by_partition.setdefault(group.partition, [])

@@ -8,8 +8,9 @@ assigned there, followers fetch the batch like any other, and with
 watermark covers it -- the broker wakes us, nothing polls. Errors come back as the produce-path
 ErrorCode; the coordinator maps them to what group clients expect.
 
-Loading replays a partition from its log start: the last record per key wins and a null value
-deletes (reference group-coordinator §2 "Loading"). It is plain disk reading, run off the loop.
+Loading replays a partition from its log start, one batch at a time (`replay_batch`, fed by
+`runtime.CoordinatorRuntime` off the loop): the last record per key wins and a null value deletes
+(reference group-coordinator §2 "Loading").
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class LoadedPartition:
     """What a replay of one partition found: per group its latest metadata record (absent if
     none, None if tombstoned) and its live offsets with the log offset of their record."""
 
+    name: str = ""
+    """The partition replayed (`__consumer_offsets-<n>`), for log lines."""
     groups: dict[str, GroupValue | None] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, tuple[OffsetValue, int]]] = field(default_factory=dict)
     pending_txn: dict[int, dict[str, dict[TopicPartition, tuple[OffsetValue, int]]]] = field(
@@ -194,40 +197,43 @@ class OffsetsTopicStore(CoordinatorLogStore):
 
 
 def read_partition(log_: Log) -> LoadedPartition:
-    """Replay a whole `__consumer_offsets` partition (blocking: run it in an executor).
+    """Replay a whole `__consumer_offsets` partition (blocking: run it in an executor)."""
+    out = LoadedPartition(name=log_.dir_path.name)
+    for header, data in log_.iter_batches():
+        replay_batch(out, header, data)
+    return out
+
+
+def replay_batch(out: LoadedPartition, header: BatchHeader, data: bytes) -> None:
+    """One batch of a `__consumer_offsets` partition, in log order, into what the replay found.
 
     Undecodable records are logged and skipped rather than failing the load: one bad record must
     not take every group of the partition offline."""
-    out = LoadedPartition()
-    for header, data in log_.iter_batches():
-        out.end_offset = header.next_offset
-        if header.is_control:
-            _end_txn(out, header, data)
-            continue
-        pending = out.pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
-        for rec in iter_records(data):
-            out.records += 1
-            try:
-                key = decode_key(rec.key)
-                if isinstance(key, OffsetKey):
-                    tp = TopicPartition(key.topic, key.partition)
-                    if pending is not None:  # TxnOffsetCommit: counts once its transaction commits
-                        if rec.value is not None:
-                            value = decode_offset_value(rec.value)
-                            pending.setdefault(key.group, {})[tp] = (value, rec.offset)
-                        continue
-                    offsets = out.offsets.setdefault(key.group, {})
-                    if rec.value is None:
-                        offsets.pop(tp, None)
-                    else:
-                        offsets[tp] = (decode_offset_value(rec.value), rec.offset)
-                elif isinstance(key, GroupKey):
-                    out.groups[key.group] = None if rec.value is None else decode_group_value(rec.value)
-            except CorruptCoordinatorRecordError as e:
-                log.warning(
-                    "%s offset %d: skipping undecodable record: %s", log_.dir_path.name, rec.offset, e
-                )
-    return out
+    out.end_offset = header.next_offset
+    if header.is_control:
+        _end_txn(out, header, data)
+        return
+    pending = out.pending_txn.setdefault(header.producer_id, {}) if header.is_transactional else None
+    for rec in iter_records(data):
+        out.records += 1
+        try:
+            key = decode_key(rec.key)
+            if isinstance(key, OffsetKey):
+                tp = TopicPartition(key.topic, key.partition)
+                if pending is not None:  # TxnOffsetCommit: counts once its transaction commits
+                    if rec.value is not None:
+                        value = decode_offset_value(rec.value)
+                        pending.setdefault(key.group, {})[tp] = (value, rec.offset)
+                    continue
+                offsets = out.offsets.setdefault(key.group, {})
+                if rec.value is None:
+                    offsets.pop(tp, None)
+                else:
+                    offsets[tp] = (decode_offset_value(rec.value), rec.offset)
+            elif isinstance(key, GroupKey):
+                out.groups[key.group] = None if rec.value is None else decode_group_value(rec.value)
+        except CorruptCoordinatorRecordError as e:
+            log.warning("%s offset %d: skipping undecodable record: %s", out.name, rec.offset, e)
 
 
 def _end_txn(out: LoadedPartition, header: BatchHeader, data: bytes) -> None:
@@ -235,7 +241,7 @@ def _end_txn(out: LoadedPartition, header: BatchHeader, data: bytes) -> None:
     try:
         marker = end_txn_marker(data, header._replace(position=0))
     except (CorruptRecordError, ValueError, IndexError) as e:
-        log.warning("skipping undecodable marker at offset %d: %s", header.base_offset, e)
+        log.warning("%s: skipping undecodable marker at offset %d: %s", out.name, header.base_offset, e)
         return
     txn = out.pending_txn.pop(header.producer_id, {})
     if marker is None or not marker[0]:

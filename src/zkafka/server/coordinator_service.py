@@ -1,5 +1,6 @@
 """The coordinators wired into a broker: their internal topics' creation, FindCoordinator, and
-the LeaderAndIsr hook that loads and unloads what their partitions hold.
+the LeaderAndIsr hook, handed to each coordinator's `zkafka.coordinator.runtime`, which loads and
+unloads what their partitions hold.
 
 `CoordinatorTopic` is what both coordinators share: an internal topic created on the first
 FindCoordinator (reference group-coordinator §1) with its configured partitions, replicas capped
@@ -22,10 +23,9 @@ from dataclasses import dataclass
 from zkafka.admin import topics as topic_admin
 from zkafka.config import BrokerConfig
 from zkafka.coordinator.coordinator import GroupConfig, GroupCoordinator
-from zkafka.coordinator.store import OffsetsTopicStore
+from zkafka.coordinator.store import OffsetsTopicStore, PartitionLeaders
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.server.metadata_cache import MetadataCache
-from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
@@ -150,13 +150,12 @@ class CoordinatorService:
         self,
         broker_id: int,
         config: BrokerConfig,
-        replicas: ReplicaManager,
+        replicas: PartitionLeaders,
         metadata: MetadataCache,
         logs: LogManager,
         zk: ZooKeeper,
     ) -> None:
         self._config = cfg = config
-        self._replicas = replicas
         self._metadata = metadata
         self.topic = CoordinatorTopic(
             GROUP_METADATA_TOPIC,
@@ -193,18 +192,7 @@ class CoordinatorService:
     def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
         """After LeaderAndIsr: load the groups of `__consumer_offsets` partitions now led here,
         unload those no longer led here."""
-        replicas = self._replicas
-        for tp in changes:
-            if tp.topic != GROUP_METADATA_TOPIC:
-                continue
-            p = replicas.get_partition(tp)
-            if p is not None and p.is_leader:
-                self.coordinator.partition_led(tp.partition)
-            else:
-                self.coordinator.partition_lost(tp.partition)
-        for partition in list(self.coordinator.owned | self.coordinator.loading):
-            if self.store.leader(partition) is None:
-                self.coordinator.partition_lost(partition)
+        self.coordinator.runtime.leadership_changed(changes)
 
     # -- topology ---------------------------------------------------------------------------------
     def num_partitions(self) -> int:

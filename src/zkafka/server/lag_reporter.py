@@ -103,8 +103,9 @@ class LagReporter:
         if not coordinator.active:
             return []
         out = []
+        owned = coordinator.runtime.owned
         for group in list(coordinator.groups.values()):
-            if group.is_(GroupState.DEAD) or group.partition not in coordinator.owned:
+            if group.is_(GroupState.DEAD) or group.partition not in owned:
                 continue
             committed = {(tp.topic, tp.partition): om.offset for tp, om in group.offsets.items()}
             out.append(GroupSnapshot(group.group_id, committed, group.state.value, len(group.members)))

@@ -52,7 +52,6 @@ class TxnCoordinatorService:
         producer_ids: ProducerIdManager,
         groups: TransactionalOffsets | None = None,
     ) -> None:
-        self._replicas = replicas
         self.markers = TxnMarkerChannel(
             broker_id, replicas, metadata, config.inter_broker_listener_name, groups
         )
@@ -90,18 +89,7 @@ class TxnCoordinatorService:
     def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
         """After LeaderAndIsr: load the `__transaction_state` partitions now led here, unload
         (fence) those no longer led here."""
-        c = self.coordinator
-        for tp in changes:
-            if tp.topic != TRANSACTION_STATE_TOPIC:
-                continue
-            p = self._replicas.get_partition(tp)
-            if p is not None and p.is_leader:
-                c.partition_led(tp.partition)
-            else:
-                c.partition_lost(tp.partition)
-        for partition in list(c.owned | c.loading):
-            if self.store.leader(partition) is None:
-                c.partition_lost(partition)
+        self.coordinator.runtime.leadership_changed(changes)
 
     async def find_coordinator(self, transactional_id: str, listener: str) -> CoordinatorAddress:
         return self.topic.locate(self.coordinator.partition_for(transactional_id), listener)

@@ -1,12 +1,13 @@
 """The transaction coordinator of the `__transaction_state` partitions this broker leads.
 
 It owns a partition's transactional ids from the moment it has replayed the partition
-(`loading`) until leadership moves away: requests for an id of a partition still loading get
-COORDINATOR_LOAD_IN_PROGRESS, for one not led here NOT_COORDINATOR (the client looks the
+(`loading`) until leadership moves away, as the shared `coordinator.runtime.CoordinatorRuntime`
+decides (this class is its `CoordinatorShards`): requests for an id of a partition still loading
+get COORDINATOR_LOAD_IN_PROGRESS, for one not led here NOT_COORDINATOR (the client looks the
 coordinator up again). Every change is decided by `metadata` (pure), written as one record with
-acks=all through `coordinator.store.CoordinatorLogStore`, and applied in memory only once the
-record is replicated -- and only if this broker still owns the partition at the same load
-generation, so a coordinator that lost leadership mid-write never acts on it (fencing).
+acks=all through the runtime's `write`, and applied in memory only once the record is replicated
+-- and only if this broker still owns the partition under the same load, so a coordinator that
+lost leadership mid-write never acts on it (fencing).
 
 Ending a transaction: EndTxn writes PrepareCommit/PrepareAbort and answers the client; the
 markers then go to every partition of the transaction (`MarkerWriter`, the broker's
@@ -27,10 +28,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from zkafka.coordinator.runtime import CoordinatorRuntime, PartitionLoad
 from zkafka.coordinator.store import CoordinatorLogStore, group_append_error
 from zkafka.protocol import ErrorCode
 from zkafka.storage.naming import TopicPartition
-from zkafka.transactions.loading import read_transactions
+from zkafka.transactions.loading import LoadedTransactions, replay_batch
 from zkafka.transactions.log_records import encode_key, encode_value, transaction_partition_for
 from zkafka.transactions.metadata import (
     NO_PRODUCER_EPOCH,
@@ -108,13 +110,17 @@ class TransactionCoordinator:
         self.store = store
         self.markers = markers
         self._new_producer_id = new_producer_id
-        self._num_partitions = num_partitions or (lambda: config.num_partitions)
         self._clock = clock
         self.transactions: dict[int, dict[str, TransactionMetadata]] = {}
         """partition -> transactional id -> metadata, for the partitions owned (loaded)."""
-        self.loading: set[int] = set()
-        self._generation: dict[int, int] = {}
-        self._coordinator_epoch: dict[int, int] = {}
+        self.runtime = CoordinatorRuntime(
+            store,
+            self,
+            new_load=LoadedTransactions,
+            replay_batch=replay_batch,
+            partition_of=transaction_partition_for,
+            num_partitions=num_partitions or (lambda: config.num_partitions),
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._periodic: list[asyncio.Task[None]] = []
 
@@ -127,8 +133,7 @@ class TransactionCoordinator:
         ]
 
     async def stop(self) -> None:
-        for p in list(self.transactions) + list(self.loading):
-            self.partition_lost(p)
+        await self.runtime.stop()
         tasks = [*self._tasks, *self._periodic]
         for task in tasks:
             task.cancel()
@@ -143,72 +148,33 @@ class TransactionCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     def partition_for(self, transactional_id: str) -> int:
-        return transaction_partition_for(transactional_id, self._num_partitions())
+        return self.runtime.partition_for(transactional_id)
 
-    # -- partition ownership ------------------------------------------------------------------------
-    @property
-    def owned(self) -> set[int]:
-        return set(self.transactions)
-
-    def partition_led(self, partition: int) -> None:
-        if partition in self.transactions or partition in self.loading:
-            return
-        generation = self._generation[partition] = self._generation.get(partition, 0) + 1
-        self.loading.add(partition)
-        self._spawn(self._load(partition, generation))
-
-    def partition_lost(self, partition: int) -> None:
-        self._generation[partition] = self._generation.get(partition, 0) + 1
-        self.loading.discard(partition)
-        if self.transactions.pop(partition, None) is not None:
-            log.info("unloaded __transaction_state-%d", partition)
-
-    async def _load(self, partition: int, generation: int) -> None:
-        leader = self.store.leader(partition)
-        if leader is None:
-            self.loading.discard(partition)
-            return
-        try:
-            loaded = await asyncio.get_running_loop().run_in_executor(None, read_transactions, leader)
-        except Exception:
-            log.exception("loading __transaction_state-%d failed", partition)
-            if self._generation.get(partition) == generation:
-                self.loading.discard(partition)
-            return
-        if self._generation.get(partition) != generation or self.store.leader(partition) is None:
-            return  # lost (and maybe regained) while reading: that newer event decides
-        # markers carry the coordinator epoch so partition leaders can refuse an older coordinator's
-        self._coordinator_epoch[partition] = leader.epochs.latest_epoch or 0
+    # -- the runtime's CoordinatorShards: a partition's ids in and out --------------------------------
+    def install(self, load: PartitionLoad, loaded: LoadedTransactions) -> None:
         txns = {tid: from_transit(tid, t) for tid, t in loaded.transactions.items()}
-        self.transactions[partition] = txns
-        self.loading.discard(partition)
-        log.info(
-            "loaded __transaction_state-%d: %d transactional ids from %d records",
-            partition,
-            len(txns),
-            loaded.records,
-        )
+        self.transactions[load.partition] = txns
+        log.info("loaded %s: %d transactional ids from %d records", loaded.name, len(txns), loaded.records)
         for md in txns.values():
             if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-                self._spawn(self._complete(partition, generation, md))
+                self._spawn(self._complete(load, md))
+
+    def unload(self, partition: int) -> None:
+        if self.transactions.pop(partition, None) is not None:
+            log.info("unloaded %s-%d", self.store.topic, partition)
 
     def _owned(self, transactional_id: str) -> tuple[ErrorCode, int]:
         partition = self.partition_for(transactional_id)
-        if partition in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, partition
-        if partition not in self.transactions:
-            return ErrorCode.NOT_COORDINATOR, partition
-        return ErrorCode.NONE, partition
+        return self.runtime.check(partition), partition
 
     # -- writing a change ---------------------------------------------------------------------------
-    async def _write(self, partition: int, md: TransactionMetadata, transit: TxnTransit) -> ErrorCode:
-        """Append the transit's record (acks=all); apply it if this broker still owns the id."""
-        generation = self._generation.get(partition)
+    async def _write(
+        self, partition: int, md: TransactionMetadata, transit: TxnTransit, load: PartitionLoad | None = None
+    ) -> ErrorCode:
+        """Append the transit's record (acks=all); apply it if this broker still owns the id (under
+        `load`, when the change began under an earlier await)."""
         record = (encode_key(md.transactional_id), encode_value(transit))
-        result = await self.store.append(partition, [record])
-        if self._generation.get(partition) != generation or partition not in self.transactions:
-            md.abort_pending()
-            return ErrorCode.NOT_COORDINATOR
+        result = await self.runtime.write(partition, [record], load=load)  # NOT_COORDINATOR once fenced
         if result.error != ErrorCode.NONE:
             md.abort_pending()
             return group_append_error(result.error)  # Kafka maps both coordinators' appends alike
@@ -287,15 +253,15 @@ class TransactionCoordinator:
         result = md.prepare_end(producer_id, producer_epoch, commit, self._now_ms())
         if isinstance(result, ErrorCode):
             return result
-        generation = self._generation.get(partition, 0)
+        load = self.runtime.current(partition)
         error = await self._write(partition, md, result)
-        if error == ErrorCode.NONE:
-            self._spawn(self._complete(partition, generation, md))
+        if error == ErrorCode.NONE and load is not None:
+            self._spawn(self._complete(load, md))
         return error
 
     def _fence_and_abort(self, partition: int, md: TransactionMetadata) -> None:
         md.prepare_fence()
-        generation = self._generation.get(partition, 0)
+        load = self.runtime.current(partition)
 
         async def abort() -> None:
             result = md.prepare_end(
@@ -305,25 +271,26 @@ class TransactionCoordinator:
                 log.warning("%s: the fencing abort was refused: %s", md.transactional_id, result.name)
                 md.abort_pending()
                 return
-            if await self._write(partition, md, result) == ErrorCode.NONE:
-                await self._complete(partition, generation, md)
+            if await self._write(partition, md, result, load) == ErrorCode.NONE and load is not None:
+                await self._complete(load, md)
 
         self._spawn(abort())
 
-    async def _complete(self, partition: int, generation: int, md: TransactionMetadata) -> None:
+    async def _complete(self, load: PartitionLoad, md: TransactionMetadata) -> None:
         """Write the markers of a PrepareCommit/PrepareAbort transaction, then its Complete record;
         retried until done or the partition moves away."""
+        partition = load.partition
         commit = md.state == TxnState.PREPARE_COMMIT
         remaining = frozenset(md.partitions)
         backoff = MARKER_RETRY_BACKOFF_S
         while True:
-            if self._generation.get(partition) != generation:
+            if not load.owned:
                 return  # the next coordinator finishes it
             if remaining and self.markers is not None:
                 remaining = await self.markers.write_markers(
                     md.producer_id,
                     md.producer_epoch,
-                    self._coordinator_epoch.get(partition, 0),
+                    load.epoch,
                     commit,
                     remaining,
                 )
@@ -331,10 +298,8 @@ class TransactionCoordinator:
                 log.error("%s: no marker writer; the transaction stays open", md.transactional_id)
                 return
             done = not remaining and md.pending is None
-            if (
-                done
-                and await self._write(partition, md, md.prepare_complete(self._now_ms())) == ErrorCode.NONE
-            ):
+            now = self._now_ms()
+            if done and await self._write(partition, md, md.prepare_complete(now), load) == ErrorCode.NONE:
                 return
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_MARKER_BACKOFF_S)
@@ -362,7 +327,7 @@ class TransactionCoordinator:
             and (not wanted_pids or md.producer_id in wanted_pids)
             and (min_duration_ms < 0 or now - md.start_ms >= min_duration_ms)
         ]
-        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else ErrorCode.NONE), found
+        return (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.loading else ErrorCode.NONE), found
 
     # -- timeouts -----------------------------------------------------------------------------------
     def abort_timed_out(self) -> int:
@@ -395,12 +360,12 @@ class TransactionCoordinator:
         now = self._now_ms()
         removed = 0
         for partition, txns in list(self.transactions.items()):
-            generation = self._generation.get(partition)
+            load = self.runtime.current(partition)
             for md in [m for m in txns.values() if m.is_expired(now, self.config.id_expiration_ms)]:
                 md.prepare_dead(now)
-                result = await self.store.append(partition, [(encode_key(md.transactional_id), None)])
-                owned = self._generation.get(partition) == generation and partition in self.transactions
-                if result.error == ErrorCode.NONE and owned:
+                tombstone = [(encode_key(md.transactional_id), None)]
+                result = await self.runtime.write(partition, tombstone, load=load)
+                if result.error == ErrorCode.NONE:
                     txns.pop(md.transactional_id, None)
                     removed += 1
                 else:
