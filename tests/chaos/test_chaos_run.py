@@ -67,7 +67,7 @@ def test_chaos_kill_pause_and_controller_end_clean(cluster_dir: Path) -> None:
 @pytest.mark.timeout(120)
 def test_faults_that_cannot_be_applied_are_refused(cluster_dir: Path) -> None:
     for faults, reason in (
-        ("partition", "not implemented yet"),
+        ("partition", "--netns"),
         ("zk-kill", "ensemble"),
         ("kill,explode", "unknown fault"),
     ):

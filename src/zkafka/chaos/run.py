@@ -41,10 +41,10 @@ async def run_chaos(
 ) -> ChaosResult:
     say = progress or (lambda _m: None)
     check_faults(faults, cluster)
-    nemesis = LocalNemesis(cluster, seed=seed, session_timeout_s=session_timeout_s)
     live = [b for b in cluster.brokers if cluster.broker_alive(b)]
     replication = min(3, len(live))
     topic = f"chaos-{uuid.uuid4().hex[:8]}"
+    nemesis = LocalNemesis(cluster, topic=topic, seed=seed, session_timeout_s=session_timeout_s)
     async with AdminClient(cluster.bootstrap_servers) as admin:
         configs = {"min.insync.replicas": "2"} if replication >= 3 else {}
         await admin.create_topic(topic, partitions, replication, configs=configs)

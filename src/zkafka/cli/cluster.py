@@ -4,6 +4,7 @@
     zkafka cluster up --brokers 3 --zookeepers 3 --chroot /kafka   # a 3-member ensemble
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
     zkafka cluster up --security                  # + a SASL_SSL listener per broker, ACL authorizer
+    zkafka cluster up --netns                     # each broker in its own network namespace (root)
     zkafka cluster status [--json]
     zkafka cluster down
 
@@ -19,6 +20,10 @@ starts the web console (`zkafka ui`, see `zkafka.console`) on a free port unless
 PLAIN) beside PLAINTEXT, which stays the inter-broker listener; a CA and broker certificate are made
 into DIR/tls at each start, and cluster.json records the CA's path (`ca_path`) and the PLAIN super
 user's client config (`admin_client_config`). `status` lists each broker's listeners.
+
+`up --netns` (Linux, as root; `zkafka.local.netns`) runs every broker in its own network namespace
+on a private 10.213.S.0/24 behind a bridge, where the embedded ZooKeeper listens: what `zkafka
+chaos --faults partition` needs to cut a broker's link. `down` removes the namespaces again.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from zkafka.cli.target import DEFAULT_CLUSTER_DIR, load_local_cluster
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
 from zkafka.local.launcher import EMBEDDED, ClusterError, LocalCluster
+from zkafka.local.netns import NetnsError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,6 +83,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also a SASL_SSL listener (SCRAM-SHA-512, PLAIN) on every broker, TLS material made in "
         "DIR/tls, and the ACL authorizer (PLAINTEXT stays, for the brokers and as a super user)",
+    )
+    up.add_argument(
+        "--netns",
+        action="store_true",
+        help="run each broker in its own network namespace on a private bridge (Linux, root): "
+        "for `zkafka chaos --faults partition`",
     )
     up.set_defaults(func=run_up)
 
@@ -140,7 +152,7 @@ def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
-    except (ClusterError, OSError, ValueError) as e:
+    except (ClusterError, NetnsError, OSError, ValueError) as e:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
@@ -207,6 +219,7 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
             timeout=args.timeout,
             progress=progress,
             security=args.security,
+            netns=args.netns,
         )
 
 
