@@ -1,7 +1,9 @@
-"""The `partition` fault on a real cut link: a cluster whose brokers each run in their own network
-namespace (`zkafka cluster up --netns`), the link of the busiest leader taken down for longer than
-the ZooKeeper session, under idempotent acks=all load: the verdict is clean, and nothing of the
-network (namespaces, veths, bridge) is left once the cluster is down. Linux and root only."""
+"""The `partition` and `disk-full` faults for real: a cluster whose brokers each run in their own
+network namespace (`zkafka cluster up --netns`) with a small tmpfs as log dir (`--log-dir-size`);
+the link of the busiest leader is taken down for longer than the ZooKeeper session, and a leader's
+log dir filled (the broker halts, as Kafka's does when its last log dir fails, and is restarted),
+under idempotent acks=all load: the verdict is clean, and nothing of the network (namespaces,
+veths, bridge) or the mounts is left once the cluster is down. Linux and root only."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from zkafka.local import netns
+from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS
 
@@ -41,7 +43,7 @@ def netns_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path / "cluster")
     cluster.broker_overrides.update(TEST_BROKER_DEFAULTS)
     try:
-        cluster.up(3, overrides=FAST, timeout=90, netns=True)
+        cluster.up(3, overrides=FAST, timeout=90, netns=True, log_dir_size="32m")
         yield cluster
     finally:
         # a chaos run restarts brokers: their pids are in cluster.json, not in `cluster`
@@ -52,6 +54,7 @@ def netns_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         state.down(timeout=10)
         if network is not None:
             assert network_leftovers(network) == []
+        assert not any((Path(b.directory) / "logs").is_mount() for b in state.brokers.values())
 
 
 def reachable(host: str, port: int) -> bool:
@@ -81,19 +84,20 @@ def test_brokers_live_in_their_namespaces_and_a_cut_link_drops_them(netns_cluste
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_chaos_partition_kill_and_pause_end_clean(netns_cluster: LocalCluster) -> None:
+def test_chaos_partition_and_disk_full_end_clean(netns_cluster: LocalCluster) -> None:
     result = subprocess.run(
         [
             sys.executable, "-m", "zkafka.cli.main", "chaos", "--dir", str(netns_cluster.directory),
-            "--duration", "15", "--interval", "4", "--faults", "partition,kill,pause", "--seed", "5",
+            "--duration", "10", "--interval", "4", "--faults", "partition,disk-full", "--seed", "5",
         ],
         capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "verdict: clean" in result.stdout
-    for fault in ("partition", "kill", "pause"):
+    for fault in ("partition", "disk-full"):
         assert f"│ {fault} " in result.stdout, result.stdout
     state = LocalCluster.load(netns_cluster.directory)
     assert all(state.broker_alive(b) for b in state.brokers)
     assert state.network is not None and not any(state.network.is_cut(b) for b in state.brokers)
+    assert not any((Path(b.directory) / "logs" / mounts.FILLER).exists() for b in state.brokers.values())

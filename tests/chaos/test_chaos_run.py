@@ -69,6 +69,7 @@ def test_faults_that_cannot_be_applied_are_refused(cluster_dir: Path) -> None:
     for faults, reason in (
         ("partition", "--netns"),
         ("zk-kill", "ensemble"),
+        ("disk-full", "--log-dir-size"),
         ("kill,explode", "unknown fault"),
     ):
         result = chaos("--dir", str(cluster_dir), "--duration", "5", "--faults", faults)

@@ -10,7 +10,10 @@
 * `partition`: isolate the broker leading most of the topic's partitions by cutting its network
   link (`cluster up --netns` only: each broker in its own namespace, `zkafka.local.netns`) for
   longer than its ZooKeeper session timeout -- ZooKeeper, the other brokers and the clients all
-  lose it, its session expires and the controller moves its leaderships -- then heal the link.
+  lose it, its session expires and the controller moves its leaderships -- then heal the link;
+* `disk-full`: fill the log dir of the broker leading most of the topic's partitions (`cluster up
+  --log-dir-size` only: each log dir a small tmpfs, `zkafka.local.mounts`) for as long as a pause,
+  then free it, and restart the broker if it stopped (as Kafka's does when its last log dir fails).
 
 Blocking (process signals and waits): the runner calls `apply` on a worker thread.
 """
@@ -23,12 +26,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from zkafka.local import netns
+from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
 
-FAULTS = ("kill", "pause", "controller", "zk-kill", "partition")
-NOT_YET = ("disk-full",)
+FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full")
+NOT_YET: tuple[str, ...] = ()
 """Faults of issue 19 not implemented yet: asked for, they are refused with this explanation."""
 
 
@@ -57,6 +61,12 @@ def check_faults(faults: list[str], cluster: LocalCluster) -> None:
             why = netns.available()
             raise NemesisError(
                 "partition needs brokers in network namespaces (`zkafka cluster up --netns`"
+                + (f"; not here: {why})" if why else ")")
+            )
+        if fault == "disk-full" and not cluster.log_dir_size:
+            why = mounts.available()
+            raise NemesisError(
+                "disk-full needs small log dir filesystems (`zkafka cluster up --log-dir-size 64m`"
                 + (f"; not here: {why})" if why else ")")
             )
     if len(cluster.brokers) < 2 and any(f != "zk-kill" for f in faults):
@@ -117,6 +127,18 @@ class LocalNemesis:
             finally:
                 network.heal(target)
             self.cluster.wait_ready(120)
+        elif fault == "disk-full":
+            target = self._busiest_leader()
+            logs = Path(self.cluster.brokers[target].directory) / "logs"
+            mounts.fill(logs)
+            try:
+                time.sleep(self.pause_s)
+            finally:
+                mounts.unfill(logs)
+            if not self.cluster.broker_alive(target):
+                self.cluster.start_broker(target)
+                self.cluster.save()
+            self.cluster.wait_ready(120)
         else:
             raise NemesisError(f"unknown fault {fault!r}")
         name = f"zookeeper {target}" if fault == "zk-kill" else f"broker {target}"
@@ -165,6 +187,9 @@ class LocalNemesis:
             for broker_id in network.brokers:
                 if network.is_cut(broker_id):
                     network.heal(broker_id)
+        if self.cluster.log_dir_size:
+            for broker in self.cluster.brokers.values():
+                mounts.unfill(Path(broker.directory) / "logs")
         for broker_id in self.cluster.brokers:
             if self.cluster.broker_alive(broker_id):
                 self.cluster.signal_broker(broker_id, signal.SIGCONT)

@@ -24,6 +24,8 @@ user's client config (`admin_client_config`). `status` lists each broker's liste
 `up --netns` (Linux, as root; `zkafka.local.netns`) runs every broker in its own network namespace
 on a private 10.213.S.0/24 behind a bridge, where the embedded ZooKeeper listens: what `zkafka
 chaos --faults partition` needs to cut a broker's link. `down` removes the namespaces again.
+`up --log-dir-size 64m` (Linux, root; `zkafka.local.mounts`) makes each broker's log dir a tmpfs of
+that size, for `zkafka chaos --faults disk-full`; `down` unmounts them (their data is gone then).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from zkafka.cli.target import DEFAULT_CLUSTER_DIR, load_local_cluster
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
 from zkafka.local.launcher import EMBEDDED, ClusterError, LocalCluster
+from zkafka.local.mounts import MountError
 from zkafka.local.netns import NetnsError
 
 
@@ -89,6 +92,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run each broker in its own network namespace on a private bridge (Linux, root): "
         "for `zkafka chaos --faults partition`",
+    )
+    up.add_argument(
+        "--log-dir-size",
+        default="",
+        metavar="SIZE",
+        help="each broker's log dir a tmpfs of SIZE (e.g. 64m; Linux, root; the data is gone at "
+        "`cluster down`): for `zkafka chaos --faults disk-full`",
     )
     up.set_defaults(func=run_up)
 
@@ -152,7 +162,7 @@ def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
-    except (ClusterError, NetnsError, OSError, ValueError) as e:
+    except (ClusterError, NetnsError, MountError, OSError, ValueError) as e:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
@@ -220,6 +230,7 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
             progress=progress,
             security=args.security,
             netns=args.netns,
+            log_dir_size=args.log_dir_size,
         )
 
 

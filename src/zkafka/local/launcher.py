@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
+from zkafka.local import mounts
 from zkafka.local.netns import BrokerNetwork
 from zkafka.local.security import TlsFiles, generate_tls, secure_broker_props
 from zkafka.local.zookeeper import (
@@ -139,6 +140,8 @@ class LocalCluster:
     """Client keys of the secured listener's super user `admin` ("" without security)."""
     network: BrokerNetwork | None = None
     """`up(netns=True)`: each broker in its own network namespace on this private network."""
+    log_dir_size: str = ""
+    """`up(log_dir_size="64m")`: each broker's log dir is a tmpfs of that size (`zkafka.local.mounts`)."""
     _tls: TlsFiles | None = field(default=None, repr=False)
     _popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _zk_member_popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
@@ -159,6 +162,7 @@ class LocalCluster:
             "ca_path": self.ca_path,
             "admin_client_config": self.admin_client_config,
             "network": self.network.to_json() if self.network else None,
+            "log_dir_size": self.log_dir_size,
         }
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
@@ -181,6 +185,7 @@ class LocalCluster:
             ca_path=state.get("ca_path", ""),
             admin_client_config=state.get("admin_client_config", ""),
             network=BrokerNetwork.from_json(state["network"]) if state.get("network") else None,
+            log_dir_size=state.get("log_dir_size", ""),
         )
         for b in state["brokers"]:
             cluster.brokers[b["broker_id"]] = BrokerProcess(**b)
@@ -438,6 +443,8 @@ class LocalCluster:
         bdir = self.directory / f"broker-{broker_id}"
         (bdir / "logs").mkdir(parents=True, exist_ok=True)
         broker = BrokerProcess(broker_id, port, str(bdir))
+        if self.log_dir_size:
+            mounts.mount_tmpfs(bdir / "logs", self.log_dir_size)
         if self.network is not None:
             if broker_id not in self.network.brokers:
                 self.network.add_broker(broker_id)
@@ -565,6 +572,10 @@ class LocalCluster:
                     self._zk_popen.wait(10)
         for server_id in self.zookeepers:
             self.stop_zookeeper_member(server_id)
+        if self.log_dir_size:
+            for broker_id, broker in self.brokers.items():
+                self.wait_broker_exit(broker_id, 10)
+                mounts.unmount(Path(broker.directory) / "logs")
         if self.network is not None:
             for broker_id in self.brokers:  # a namespace is only freed when its processes are gone
                 self.wait_broker_exit(broker_id, 10)
@@ -600,6 +611,7 @@ class LocalCluster:
         progress: Progress | None = None,
         security: bool = False,
         netns: bool = False,
+        log_dir_size: str = "",
     ) -> None:
         """Start ZooKeeper (unless `zookeeper` is a connect string; an ensemble of `zookeepers`
         members when that is more than 1) and brokers 1..`brokers`,
@@ -608,7 +620,8 @@ class LocalCluster:
         `security`: each broker also gets a SASL_SSL listener with fresh TLS material and the
         ACL authorizer (`zkafka.local.security`). `netns`: each broker runs in its own network
         namespace (`zkafka.local.netns`; Linux, root) and the embedded ZooKeeper listens on the
-        namespaces' bridge; one embedded server only."""
+        namespaces' bridge; one embedded server only. `log_dir_size` (e.g. "64m"; Linux, root):
+        each broker's log dir is a tmpfs of that size (`zkafka.local.mounts`), unmounted by `down`."""
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         if netns and (zookeeper != EMBEDDED or zookeepers > 1):
@@ -616,6 +629,7 @@ class LocalCluster:
         say = progress or (lambda _msg: None)
         self.broker_overrides.update(overrides or {})
         self.security = security
+        self.log_dir_size = mounts.check_size(log_dir_size) if log_dir_size else ""
         try:
             if zookeeper == EMBEDDED and zookeepers > 1:
                 say(f"starting a {zookeepers}-member ZooKeeper ensemble")
