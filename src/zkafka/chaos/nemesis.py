@@ -13,7 +13,14 @@
   lose it, its session expires and the controller moves its leaderships -- then heal the link;
 * `disk-full`: fill the log dir of the broker leading most of the topic's partitions (`cluster up
   --log-dir-size` only: each log dir a small tmpfs, `zkafka.local.mounts`) for as long as a pause,
-  then free it, and restart the broker if it stopped (as Kafka's does when its last log dir fails).
+  then free it, and restart the broker if it stopped (as Kafka's does when its last log dir fails);
+* `unclean`: the ISR of one partition dies and an out-of-sync replica comes back first: SIGKILL
+  the followers of the busiest leader's partition, let the leader alone take writes for `down_s`,
+  SIGKILL the leader too, restart the followers, then the old leader. With
+  `unclean.leader.election.enable=false` the partition stays offline until the old leader is back
+  (nothing is lost); with `true` a follower leads without the records only the old leader had,
+  and what acks=1 producers had written then is lost (acks=all with min.insync.replicas=2 never
+  had such records acknowledged).
 
 Blocking (process signals and waits): the runner calls `apply` on a worker thread.
 """
@@ -31,7 +38,7 @@ from pathlib import Path
 from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
 
-FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full")
+FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean")
 NOT_YET: tuple[str, ...] = ()
 """Faults of issue 19 not implemented yet: asked for, they are refused with this explanation."""
 
@@ -139,6 +146,8 @@ class LocalNemesis:
                 self.cluster.start_broker(target)
                 self.cluster.save()
             self.cluster.wait_ready(120)
+        elif fault == "unclean":
+            target = self._unclean()
         else:
             raise NemesisError(f"unknown fault {fault!r}")
         name = f"zookeeper {target}" if fault == "zk-kill" else f"broker {target}"
@@ -146,6 +155,45 @@ class LocalNemesis:
 
     def _random_broker(self) -> int:
         return self.rng.choice(sorted(b for b in self.cluster.brokers if self.cluster.broker_alive(b)))
+
+    def _unclean(self) -> int:
+        """The `unclean` fault; returns the old leader."""
+        states = self.partition_states()
+        leader = self._busiest_leader()
+        partition = next((p for p, (lead, _isr) in sorted(states.items()) if lead == leader), None)
+        if partition is None:
+            raise NemesisError(f"no partition of {self.topic!r} has a live leader")
+        followers = [b for b in self.cluster.brokers if b != leader]
+        for broker_id in followers:
+            self.cluster.kill_broker(broker_id)
+        # the controller takes dead brokers out of the ISR once their sessions end
+        deadline = time.monotonic() + 60
+        while self.partition_states().get(partition, (leader, []))[1] != [leader]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        time.sleep(self.down_s)  # the old leader alone takes (acks=1) writes
+        self.cluster.kill_broker(leader)
+        for broker_id in followers:
+            self.cluster.start_broker(broker_id)
+        self.cluster.save()
+        # the old leader's session must end first: the controller then elects a follower (unclean
+        # election) or leaves the partition offline; back sooner, it would just lead again
+        self._wait_leader_not(partition, leader, self.pause_s + 30)
+        self.cluster.start_broker(leader)
+        self.cluster.save()
+        self.cluster.wait_ready(120)
+        return leader
+
+    def _wait_leader_not(self, partition: int, broker_id: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.partition_states().get(partition, (broker_id, []))[0] != broker_id:
+                    return
+            except Exception:  # ZooKeeper busy with the restarts: ask again
+                pass
+            time.sleep(0.2)
 
     def _busiest_leader(self) -> int:
         """The live broker leading most partitions of the topic (a random live one if none)."""
