@@ -29,6 +29,9 @@ class Workload:
     rate: float = 200.0
     """Records per second per producer."""
     group_consumers: int = 2
+    member_lifetime_s: float = 12.0
+    """A group member leaves and joins again after about this long (member i after
+    (1 + i/2) times it), so partitions change owners all through the run, faults or not."""
     acks: str = "all"
     """"all" (idempotent producers) or "1" (no idempotence: what a deliberately weak run uses)."""
     acked: list[Ack] = field(default_factory=list)
@@ -42,7 +45,7 @@ class Workload:
         await asyncio.gather(
             *(self._produce(f"p{i}", stop) for i in range(self.producers)),
             self._consume(stop),
-            *(self._group_member(f"g{i}", stop) for i in range(self.group_consumers)),
+            *(self._group_member(i, stop) for i in range(self.group_consumers)),
         )
 
     @property
@@ -106,9 +109,14 @@ class Workload:
                 stretch += 1
                 await asyncio.sleep(0.5)
 
-    async def _group_member(self, name: str, stop: asyncio.Event) -> None:
+    async def _group_member(self, index: int, stop: asyncio.Event) -> None:
         """A member of the run's consumer group: commits what each poll returned once it is
-        recorded; each assignment (and each restart after a failure) begins a new stretch."""
+        recorded; each assignment (and each restart after a failure) begins a new stretch. It
+        leaves and joins again every so often (`member_lifetime_s`): rebalances move partitions
+        to other owners, which must go on from the committed positions."""
+        name = f"g{index}"
+        loop = asyncio.get_running_loop()
+        lifetime = self.member_lifetime_s * (1 + index / 2)  # staggered: not all leaving at once
         stretch = 0
 
         def assigned(_tps: set[TopicPartition]) -> None:
@@ -128,7 +136,8 @@ class Workload:
                     heartbeat_interval_ms=1_000,
                     on_assign=assigned,
                 ) as member:
-                    while not stop.is_set():
+                    leave_at = loop.time() + lifetime
+                    while not stop.is_set() and loop.time() < leave_at:
                         ends: dict[TopicPartition, int] = {}
                         for r in await member.poll(200):
                             self.reads.append(
@@ -138,6 +147,7 @@ class Workload:
                             ends[tp] = max(ends.get(tp, 0), r.offset + 1)
                         if ends:
                             await self._commit(member, name, ends)
+                stretch += 1
             except (ClientError, KafkaError, OSError) as e:
                 log.info("group member %s restarts after: %s", name, e)
                 stretch += 1
