@@ -159,6 +159,10 @@ def run_up(args: argparse.Namespace) -> int:
                 f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
             )
         _same_zookeeper(previous, args)
+        try:  # what a crashed run left: its namespaces and log dir mounts
+            previous.release_host_resources()
+        except (NetnsError, MountError) as e:
+            raise CliError(str(e)) from None
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
@@ -379,10 +383,14 @@ def _print_status(report: dict[str, Any]) -> None:
 def run_down(args: argparse.Namespace) -> int:
     quiet_libraries()
     cluster = load_local_cluster(args.dir)
-    if not cluster.running():
-        print(f"cluster in {args.dir} is not running")
-        return 0
-    cluster.down(timeout=args.timeout)
+    try:
+        if not cluster.running():
+            cluster.release_host_resources()  # namespaces and mounts outlive crashed processes
+            print(f"cluster in {args.dir} is not running")
+            return 0
+        cluster.down(timeout=args.timeout)
+    except (NetnsError, MountError) as e:
+        raise CliError(f"{e} (as root: `ip netns list`, `mount | grep {args.dir}`)") from None
     for broker in cluster.brokers.values():
         broker.pid = 0
     cluster.zookeeper_pid = 0

@@ -572,6 +572,11 @@ class LocalCluster:
                     self._zk_popen.wait(10)
         for server_id in self.zookeepers:
             self.stop_zookeeper_member(server_id)
+        self.release_host_resources()
+
+    def release_host_resources(self) -> None:
+        """Unmount the brokers' tmpfs log dirs and remove their network namespaces, once the
+        brokers have exited (also for a cluster whose processes are already gone)."""
         if self.log_dir_size:
             for broker_id, broker in self.brokers.items():
                 self.wait_broker_exit(broker_id, 10)
