@@ -36,7 +36,9 @@ def test_doctor_on_a_live_cluster(cluster: Cluster) -> None:
     # what only the brokers know: every log dir's disk (any use is "full" at 0 %) and a seeds-style
     # consumer group's offset past the log end
     cluster.zk.create(f"/consumers/g/offsets/{triple}/0", b"999999", makepath=True)
-    status, report = _doctor(cluster, "--bootstrap-server", cluster.bootstrap, "--disk-warning-percent", "0")
+    status, report = _doctor(
+        cluster, "--bootstrap-server", cluster.bootstrap, "--disk-warning-percent", "0"
+    )
     found = {(f["check"], f["subject"]) for f in report["findings"]}
     assert status == 2 or status == 1
     assert {s for c, s in found if c == "log-dir-nearly-full"} and all(
