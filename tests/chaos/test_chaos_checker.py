@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zkafka.chaos.checker import KINDS, Ack, Read, check, decode_value, encode_value
+from zkafka.chaos.checker import KINDS, Ack, Commit, Read, check, decode_value, encode_value, expected_kinds
 
 
 def v(producer: str, seq: int) -> bytes:
@@ -85,3 +85,40 @@ def test_details_are_bounded_but_everything_is_counted() -> None:
     acks = [Ack(0, o, v("a", o)) for o in range(100)]
     verdict = check(acks, {0: []}, max_per_kind=5)
     assert verdict.counts()["lost"] == 100 and len(verdict.anomalies) == 5 and not verdict.ok
+
+
+def test_group_owners_that_leave_out_records_are_group_skips() -> None:
+    """Successive owners of a partition: g1 reads 0..2 and commits 3; g2 takes over at 5 (past the
+    commit), leaving 3 and 4 unread by the whole group."""
+    log = {0: [(o, v("a", o)) for o in range(8)]}
+    g = "grp"
+    reads = [Read("g1", 1, 0, o, v("a", o), group=g) for o in range(3)]
+    reads += [Read("g2", 1, 0, o, v("a", o), group=g) for o in range(5, 8)]
+    verdict = check([], log, reads=reads, commits=[Commit(g, "g1", 0, 3)])
+    assert kinds(verdict) == {"group_skip": 1}
+    assert "offsets 3, 4" in verdict.anomalies[0].detail
+
+
+def test_a_new_owner_re_reading_from_the_commit_is_fine_and_a_commit_past_the_reads_is_not() -> None:
+    log = {0: [(o, v("a", o)) for o in range(6)]}
+    reads = [Read("g1", 1, 0, o, v("a", o), group="grp") for o in range(4)]
+    reads += [Read("g2", 1, 0, o, v("a", o), group="grp") for o in range(2, 6)]  # from the commit at 2
+    assert check([], log, reads=reads, commits=[Commit("grp", "g1", 0, 2)]).ok
+    early = [Read("g1", 1, 0, o, v("a", o), group="grp") for o in range(2)]
+    verdict = check([], log, reads=early, commits=[Commit("grp", "g1", 0, 5)])
+    assert kinds(verdict) == {"group_skip": 1} and "committed offset 5" in verdict.anomalies[0].detail
+
+
+def test_losses_a_configuration_allows_are_counted_but_do_not_fail_the_verdict() -> None:
+    log = {0: [(0, v("a", 0))]}
+    acks = [Ack(0, 0, v("a", 0)), Ack(0, 1, v("a", 1))]
+    strict = check(acks, log, expected=expected_kinds(acks="all", unclean=False))
+    assert not strict.ok and strict.counts()["lost"] == 1
+    weak = check(acks, log, expected=expected_kinds(acks="1", unclean=True))
+    assert weak.ok and weak.counts()["lost"] == 1 and "lost" in weak.expected
+    assert "duplicate" in expected_kinds(acks="1", unclean=False)
+    assert "duplicate" not in expected_kinds(acks="all", unclean=True)
+    corrupt = check([], {0: [(0, b"garbage")]}, expected=expected_kinds(acks="1", unclean=True))
+    assert not corrupt.ok  # nothing allows a record no producer sent
+    with pytest.raises(ValueError):
+        check([], {}, expected=["nonsense"])

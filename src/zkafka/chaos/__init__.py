@@ -1,6 +1,7 @@
-"""Fault injection against a running cluster (`zkafka chaos`, issue 19 item 3): so far only the
-checker (`checker.py`), which turns what producers acknowledged, what consumers returned and the
-log read back at the end into a verdict of Jepsen's anomaly kinds. Pure: no I/O. The workload and
-the nemesis (broker kill and pause, controller kill, ZooKeeper member kill, partitions, disk full)
-are still to come.
+"""Fault injection against a running local cluster (`zkafka chaos`, issue 19 item 3): the workload
+(`workload.py`: producers, a consumer, consumer-group members), the nemesis (`nemesis.py`: broker
+kill and pause, controller kill, ZooKeeper member kill, a cut network link, a full log dir, an
+unclean election), one run (`run.py`) and the checker (`checker.py`), which turns what producers
+acknowledged, what consumers returned and the log read back at the end into a verdict of Jepsen's
+anomaly kinds. The checker is pure: no I/O.
 """

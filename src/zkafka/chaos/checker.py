@@ -13,7 +13,13 @@ The anomalies are those Jepsen's Kafka workloads look for:
   records that the final log holds between two offsets it returned;
 * `backwards`: the same consumer returned an offset not above the previous one;
 * `divergent_read`: a consumer read a record at an offset where the final log holds another one (it
-  read data that was later truncated: what acks=1 or unclean elections allow).
+  read data that was later truncated: what acks=1 or unclean elections allow);
+* `group_skip`: in a consumer group, a partition's successive owners together left out records the
+  final log holds below what the group had committed, or below the highest offset a member read:
+  a new owner started past the committed position (or a commit claimed records nobody read).
+
+`expected` names kinds the run's configuration allows (acks=1, unclean leader election: `lost`,
+`moved`, `divergent_read`): they are counted and detailed as usual but do not fail the verdict.
 
 Records are identified by their value, `encode_value(producer, seq)`; the producers of a chaos
 workload write such values, so the checker needs nothing else from them.
@@ -26,7 +32,37 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-KINDS = ("lost", "moved", "duplicate", "reordered", "unexpected", "skip", "backwards", "divergent_read")
+KINDS = (
+    "lost",
+    "moved",
+    "duplicate",
+    "reordered",
+    "unexpected",
+    "skip",
+    "backwards",
+    "divergent_read",
+    "group_skip",
+)
+
+
+TRUNCATION = frozenset({"lost", "moved", "divergent_read", "skip", "backwards", "group_skip"})
+"""What a leader that lacks acknowledged records causes (acks=1, unclean leader election): they are
+gone, other records take their offsets, and consumers that had read them see the log move under
+them."""
+NOT_IDEMPOTENT = frozenset({"duplicate", "reordered"})
+"""What retries of a producer without idempotence cause."""
+
+
+def expected_kinds(*, acks: str, unclean: bool) -> frozenset[str]:
+    """The anomaly kinds a configuration allows: none for idempotent acks=all producers with clean
+    leader elections; truncation's with acks=1 or unclean elections; duplicates and reordering
+    too without idempotence (acks=1 here)."""
+    kinds: frozenset[str] = frozenset()
+    if acks != "all" or unclean:
+        kinds |= TRUNCATION
+    if acks != "all":
+        kinds |= NOT_IDEMPOTENT
+    return kinds
 
 
 def encode_value(producer: str, seq: int) -> bytes:
@@ -65,6 +101,18 @@ class Read:
     partition: int
     offset: int
     value: bytes
+    group: str = ""
+    """The consumer group of the consumer, "" for one reading assigned partitions."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """An acknowledged offset commit: `group` has consumed `partition` below `offset`."""
+
+    group: str
+    consumer: str
+    partition: int
+    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +132,13 @@ class Verdict:
     """The first `max_per_kind` anomalies of each kind, in the order found."""
     totals: Counter[str] = field(default_factory=Counter)
     """Every anomaly counted, by kind."""
+    expected: frozenset[str] = frozenset()
+    """Kinds the configuration allows: counted, but not failing the verdict."""
+    commits: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.totals
+        return not any(n for kind, n in self.totals.items() if kind not in self.expected)
 
     def counts(self) -> dict[str, int]:
         """Every kind, zero included (for a verdict table)."""
@@ -103,13 +154,21 @@ def check(
     final_log: FinalLog,
     *,
     reads: Iterable[Read] = (),
+    commits: Iterable[Commit] = (),
+    expected: Iterable[str] = (),
     max_per_kind: int = 20,
 ) -> Verdict:
     """The verdict over one run; at most `max_per_kind` anomalies of each kind are detailed, all
-    are counted (`Verdict.totals`)."""
+    are counted (`Verdict.totals`). `expected`: kinds the configuration allows (see above)."""
     acked = list(acked)
     reads = list(reads)
-    verdict = Verdict(acknowledged=len(acked), consumed=len(reads))
+    commits = list(commits)
+    unknown = set(expected) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown anomaly kinds {sorted(unknown)}")
+    verdict = Verdict(
+        acknowledged=len(acked), consumed=len(reads), expected=frozenset(expected), commits=len(commits)
+    )
     found: list[Anomaly] = []
     at: dict[int, dict[int, bytes]] = {p: dict(records) for p, records in final_log.items()}
     where: dict[bytes, list[tuple[int, int]]] = defaultdict(list)
@@ -163,6 +222,7 @@ def check(
             last[producer] = (offset, seq)
 
     found += _check_reads(reads, at)
+    found += _check_groups(reads, commits, at)
     verdict.totals = Counter(a.kind for a in found)
     verdict.anomalies = _bounded(found, max_per_kind)
     return verdict
@@ -202,6 +262,39 @@ def _check_reads(reads: Iterable[Read], at: Mapping[int, Mapping[int, bytes]]) -
                     r.partition,
                     f"{r.consumer} went from offset {before} to {r.offset}, skipping {skipped} record(s) "
                     "the log holds in between",
+                )
+            )
+    return found
+
+
+def _check_groups(
+    reads: Iterable[Read], commits: Iterable[Commit], at: Mapping[int, Mapping[int, bytes]]
+) -> list[Anomaly]:
+    """Per group and partition: every record of the final log below the group's bound (its highest
+    commit, or one past the highest offset a member read) was read by some member."""
+    read: dict[tuple[str, int], set[int]] = defaultdict(set)
+    bound: dict[tuple[str, int], tuple[int, str]] = {}
+    for r in reads:
+        if r.group:
+            key = (r.group, r.partition)
+            read[key].add(r.offset)
+            if r.offset + 1 > bound.get(key, (-1, ""))[0]:
+                bound[key] = (r.offset + 1, f"{r.consumer} read offset {r.offset}")
+    for c in commits:
+        key = (c.group, c.partition)
+        if c.offset > bound.get(key, (-1, ""))[0]:
+            bound[key] = (c.offset, f"{c.consumer} committed offset {c.offset}")
+    found = []
+    for (group, p), (end, why) in sorted(bound.items()):
+        missing = [o for o in sorted(at.get(p, {})) if o < end and o not in read[(group, p)]]
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+            found.append(
+                Anomaly(
+                    "group_skip",
+                    p,
+                    f"group {group}: {why}, but no member ever read {len(missing)} record(s) the log "
+                    f"holds below it (offsets {shown})",
                 )
             )
     return found

@@ -6,7 +6,21 @@
   its session expires and the controller moves its leaderships), then SIGCONT;
 * `controller`: SIGKILL the active controller, restart it after `down_s`;
 * `zk-kill`: SIGKILL a random ZooKeeper ensemble member (`cluster up --zookeepers 3|5` only),
-  restart it after `down_s`.
+  restart it after `down_s`;
+* `partition`: isolate the broker leading most of the topic's partitions by cutting its network
+  link (`cluster up --netns` only: each broker in its own namespace, `zkafka.local.netns`) for
+  longer than its ZooKeeper session timeout -- ZooKeeper, the other brokers and the clients all
+  lose it, its session expires and the controller moves its leaderships -- then heal the link;
+* `disk-full`: fill the log dir of the broker leading most of the topic's partitions (`cluster up
+  --log-dir-size` only: each log dir a small tmpfs, `zkafka.local.mounts`) for as long as a pause,
+  then free it, and restart the broker if it stopped (as Kafka's does when its last log dir fails);
+* `unclean`: the ISR of one partition dies and an out-of-sync replica comes back first: SIGKILL
+  the followers of the busiest leader's partition, let the leader alone take writes for `down_s`,
+  SIGKILL the leader too, restart the followers, then the old leader. With
+  `unclean.leader.election.enable=false` the partition stays offline until the old leader is back
+  (nothing is lost); with `true` a follower leads without the records only the old leader had,
+  and what acks=1 producers had written then is lost (acks=all with min.insync.replicas=2 never
+  had such records acknowledged).
 
 Blocking (process signals and waits): the runner calls `apply` on a worker thread.
 """
@@ -16,13 +30,16 @@ from __future__ import annotations
 import random
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
 
-FAULTS = ("kill", "pause", "controller", "zk-kill")
-NOT_YET = ("partition", "disk-full")
+FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean")
+NOT_YET: tuple[str, ...] = ()
 """Faults of issue 19 not implemented yet: asked for, they are refused with this explanation."""
 
 
@@ -47,6 +64,18 @@ def check_faults(faults: list[str], cluster: LocalCluster) -> None:
             raise NemesisError(f"unknown fault {fault!r} (available: {', '.join(FAULTS)})")
         if fault == "zk-kill" and len(cluster.zookeepers) < 3:
             raise NemesisError("zk-kill needs a ZooKeeper ensemble (`zkafka cluster up --zookeepers 3`)")
+        if fault == "partition" and cluster.network is None:
+            why = netns.available()
+            raise NemesisError(
+                "partition needs brokers in network namespaces (`zkafka cluster up --netns`"
+                + (f"; not here: {why})" if why else ")")
+            )
+        if fault == "disk-full" and not cluster.log_dir_size:
+            why = mounts.available()
+            raise NemesisError(
+                "disk-full needs small log dir filesystems (`zkafka cluster up --log-dir-size 64m`"
+                + (f"; not here: {why})" if why else ")")
+            )
     if len(cluster.brokers) < 2 and any(f != "zk-kill" for f in faults):
         raise NemesisError("broker faults need at least 2 brokers")
 
@@ -56,12 +85,14 @@ class LocalNemesis:
         self,
         cluster: LocalCluster,
         *,
+        topic: str = "",
         seed: int | None = None,
         down_s: float = 3.0,
         session_timeout_s: float = 6.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = cluster
+        self.topic = topic
         self.rng = random.Random(seed)
         self.down_s = down_s
         self.pause_s = session_timeout_s + 2.0
@@ -92,6 +123,31 @@ class LocalNemesis:
             self.cluster.start_zookeeper_member(target)
             self.cluster.save()
             self.cluster.wait_zookeeper_quorum(120)
+        elif fault == "partition":
+            network = self.cluster.network
+            if network is None:
+                raise NemesisError("partition needs brokers in network namespaces")
+            target = self._busiest_leader()
+            network.cut(target)
+            try:
+                time.sleep(self.pause_s)
+            finally:
+                network.heal(target)
+            self.cluster.wait_ready(120)
+        elif fault == "disk-full":
+            target = self._busiest_leader()
+            logs = Path(self.cluster.brokers[target].directory) / "logs"
+            mounts.fill(logs)
+            try:
+                time.sleep(self.pause_s)
+            finally:
+                mounts.unfill(logs)
+            if not self.cluster.broker_alive(target):
+                self.cluster.start_broker(target)
+                self.cluster.save()
+            self.cluster.wait_ready(120)
+        elif fault == "unclean":
+            target = self._unclean()
         else:
             raise NemesisError(f"unknown fault {fault!r}")
         name = f"zookeeper {target}" if fault == "zk-kill" else f"broker {target}"
@@ -99,6 +155,70 @@ class LocalNemesis:
 
     def _random_broker(self) -> int:
         return self.rng.choice(sorted(b for b in self.cluster.brokers if self.cluster.broker_alive(b)))
+
+    def _unclean(self) -> int:
+        """The `unclean` fault; returns the old leader."""
+        states = self.partition_states()
+        leader = self._busiest_leader()
+        partition = next((p for p, (lead, _isr) in sorted(states.items()) if lead == leader), None)
+        if partition is None:
+            raise NemesisError(f"no partition of {self.topic!r} has a live leader")
+        followers = [b for b in self.cluster.brokers if b != leader]
+        for broker_id in followers:
+            self.cluster.kill_broker(broker_id)
+        # the controller takes dead brokers out of the ISR once their sessions end
+        deadline = time.monotonic() + 60
+        while self.partition_states().get(partition, (leader, []))[1] != [leader]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        time.sleep(self.down_s)  # the old leader alone takes (acks=1) writes
+        self.cluster.kill_broker(leader)
+        for broker_id in followers:
+            self.cluster.start_broker(broker_id)
+        self.cluster.save()
+        # the old leader's session must end first: the controller then elects a follower (unclean
+        # election) or leaves the partition offline; back sooner, it would just lead again
+        self._wait_leader_not(partition, leader, self.pause_s + 30)
+        self.cluster.start_broker(leader)
+        self.cluster.save()
+        self.cluster.wait_ready(120)
+        return leader
+
+    def _wait_leader_not(self, partition: int, broker_id: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.partition_states().get(partition, (broker_id, []))[0] != broker_id:
+                    return
+            except Exception:  # ZooKeeper busy with the restarts: ask again
+                pass
+            time.sleep(0.2)
+
+    def _busiest_leader(self) -> int:
+        """The live broker leading most partitions of the topic (a random live one if none)."""
+        leads: Counter[int] = Counter()
+        for leader, _isr in self.partition_states().values():
+            if leader in self.cluster.brokers and self.cluster.broker_alive(leader):
+                leads[leader] += 1
+        return leads.most_common(1)[0][0] if leads else self._random_broker()
+
+    def partition_states(self) -> dict[int, tuple[int, list[int]]]:
+        """The topic's partitions: {partition: (leader, isr)} as ZooKeeper has them now."""
+        if not self.topic:
+            return {}
+        from zkafka.zk.client import KafkaZkClient
+        from zkafka.zk.model import TopicPartition
+
+        zk = KafkaZkClient(self.cluster.zookeeper_connect, connection_timeout_ms=10_000, create_chroot=False)
+        try:
+            tps = [TopicPartition(self.topic, p) for p in zk.get_partitions_for_topic(self.topic)]
+            return {
+                tp.partition: (s.leader_and_isr.leader, list(s.leader_and_isr.isr))
+                for tp, s in zk.get_partition_states(tps).items()
+            }
+        finally:
+            zk.close()
 
     def _kill_and_restart(self, broker_id: int) -> None:
         self.cluster.kill_broker(broker_id)
@@ -108,7 +228,16 @@ class LocalNemesis:
         self.cluster.wait_ready(120)
 
     def heal(self) -> None:
-        """Resume any paused broker and start any that is not running (after an interrupted run)."""
+        """Resume any paused broker, reconnect any cut one and start any that is not running (after
+        an interrupted run)."""
+        network = self.cluster.network
+        if network is not None:
+            for broker_id in network.brokers:
+                if network.is_cut(broker_id):
+                    network.heal(broker_id)
+        if self.cluster.log_dir_size:
+            for broker in self.cluster.brokers.values():
+                mounts.unfill(Path(broker.directory) / "logs")
         for broker_id in self.cluster.brokers:
             if self.cluster.broker_alive(broker_id):
                 self.cluster.signal_broker(broker_id, signal.SIGCONT)

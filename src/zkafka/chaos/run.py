@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from zkafka.chaos.checker import Verdict, check
+from zkafka.chaos.checker import Verdict, check, expected_kinds
 from zkafka.chaos.nemesis import FaultEvent, LocalNemesis, check_faults
 from zkafka.chaos.workload import Workload, read_all
 from zkafka.client import AdminClient
@@ -37,19 +37,33 @@ async def run_chaos(
     partitions: int = 3,
     seed: int | None = None,
     session_timeout_s: float = 6.0,
+    group_consumers: int = 2,
+    acks: str = "all",
+    unclean: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ChaosResult:
     say = progress or (lambda _m: None)
     check_faults(faults, cluster)
-    nemesis = LocalNemesis(cluster, seed=seed, session_timeout_s=session_timeout_s)
     live = [b for b in cluster.brokers if cluster.broker_alive(b)]
     replication = min(3, len(live))
     topic = f"chaos-{uuid.uuid4().hex[:8]}"
+    nemesis = LocalNemesis(cluster, topic=topic, seed=seed, session_timeout_s=session_timeout_s)
     async with AdminClient(cluster.bootstrap_servers) as admin:
         configs = {"min.insync.replicas": "2"} if replication >= 3 else {}
+        configs["unclean.leader.election.enable"] = "true" if unclean else "false"
         await admin.create_topic(topic, partitions, replication, configs=configs)
-    say(f"topic {topic}: {partitions} partitions, replication factor {replication}")
-    workload = Workload(cluster.bootstrap_servers, topic, producers=producers, rate=rate)
+    say(
+        f"topic {topic}: {partitions} partitions, replication factor {replication}, "
+        f"unclean.leader.election.enable={str(unclean).lower()}; producers acks={acks}"
+    )
+    workload = Workload(
+        cluster.bootstrap_servers,
+        topic,
+        producers=producers,
+        rate=rate,
+        group_consumers=group_consumers,
+        acks=acks,
+    )
     stop = asyncio.Event()
     running = asyncio.create_task(workload.run(stop))
     events: list[FaultEvent] = []
@@ -72,5 +86,11 @@ async def run_chaos(
         await running
     say(f"{len(workload.acked)} of {workload.sent} records acknowledged; reading the log back")
     final = await read_all(cluster.bootstrap_servers, topic)
-    verdict = check(workload.acked, final, reads=workload.reads)
+    verdict = check(
+        workload.acked,
+        final,
+        reads=workload.reads,
+        commits=workload.commits,
+        expected=expected_kinds(acks=acks, unclean=unclean),
+    )
     return ChaosResult(verdict, events, workload.sent, workload.errors, topic)

@@ -4,6 +4,7 @@
     zkafka cluster up --brokers 3 --zookeepers 3 --chroot /kafka   # a 3-member ensemble
     zkafka cluster up --brokers 1 --zookeeper 127.0.0.1:2181/dev --override log.retention.ms=60000
     zkafka cluster up --security                  # + a SASL_SSL listener per broker, ACL authorizer
+    zkafka cluster up --netns                     # each broker in its own network namespace (root)
     zkafka cluster status [--json]
     zkafka cluster down
 
@@ -19,6 +20,12 @@ starts the web console (`zkafka ui`, see `zkafka.console`) on a free port unless
 PLAIN) beside PLAINTEXT, which stays the inter-broker listener; a CA and broker certificate are made
 into DIR/tls at each start, and cluster.json records the CA's path (`ca_path`) and the PLAIN super
 user's client config (`admin_client_config`). `status` lists each broker's listeners.
+
+`up --netns` (Linux, as root; `zkafka.local.netns`) runs every broker in its own network namespace
+on a private 10.213.S.0/24 behind a bridge, where the embedded ZooKeeper listens: what `zkafka
+chaos --faults partition` needs to cut a broker's link. `down` removes the namespaces again.
+`up --log-dir-size 64m` (Linux, root; `zkafka.local.mounts`) makes each broker's log dir a tmpfs of
+that size, for `zkafka chaos --faults disk-full`; `down` unmounts them (their data is gone then).
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from zkafka.cli.target import DEFAULT_CLUSTER_DIR, load_local_cluster
 from zkafka.client.config import parse_key_values
 from zkafka.client.errors import ConfigError
 from zkafka.local.launcher import EMBEDDED, ClusterError, LocalCluster
+from zkafka.local.mounts import MountError
+from zkafka.local.netns import NetnsError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,6 +86,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also a SASL_SSL listener (SCRAM-SHA-512, PLAIN) on every broker, TLS material made in "
         "DIR/tls, and the ACL authorizer (PLAINTEXT stays, for the brokers and as a super user)",
+    )
+    up.add_argument(
+        "--netns",
+        action="store_true",
+        help="run each broker in its own network namespace on a private bridge (Linux, root): "
+        "for `zkafka chaos --faults partition`",
+    )
+    up.add_argument(
+        "--log-dir-size",
+        default="",
+        metavar="SIZE",
+        help="each broker's log dir a tmpfs of SIZE (e.g. 64m; Linux, root; the data is gone at "
+        "`cluster down`): for `zkafka chaos --faults disk-full`",
     )
     up.set_defaults(func=run_up)
 
@@ -137,10 +159,14 @@ def run_up(args: argparse.Namespace) -> int:
                 f"a cluster is already running in {directory} (`zkafka cluster down --dir {directory}`)"
             )
         _same_zookeeper(previous, args)
+        try:  # what a crashed run left: its namespaces and log dir mounts
+            previous.release_host_resources()
+        except (NetnsError, MountError) as e:
+            raise CliError(str(e)) from None
     cluster = LocalCluster(directory)
     try:
         _up_with_progress(cluster, args, overrides)
-    except (ClusterError, OSError, ValueError) as e:
+    except (ClusterError, NetnsError, MountError, OSError, ValueError) as e:
         raise CliError(str(e)) from None
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     print(f"zookeeper: {cluster.zookeeper_connect}")
@@ -207,6 +233,8 @@ def _up_with_progress(cluster: LocalCluster, args: argparse.Namespace, overrides
             timeout=args.timeout,
             progress=progress,
             security=args.security,
+            netns=args.netns,
+            log_dir_size=args.log_dir_size,
         )
 
 
@@ -355,10 +383,14 @@ def _print_status(report: dict[str, Any]) -> None:
 def run_down(args: argparse.Namespace) -> int:
     quiet_libraries()
     cluster = load_local_cluster(args.dir)
-    if not cluster.running():
-        print(f"cluster in {args.dir} is not running")
-        return 0
-    cluster.down(timeout=args.timeout)
+    try:
+        if not cluster.running():
+            cluster.release_host_resources()  # namespaces and mounts outlive crashed processes
+            print(f"cluster in {args.dir} is not running")
+            return 0
+        cluster.down(timeout=args.timeout)
+    except (NetnsError, MountError) as e:
+        raise CliError(f"{e} (as root: `ip netns list`, `mount | grep {args.dir}`)") from None
     for broker in cluster.brokers.values():
         broker.pid = 0
     cluster.zookeeper_pid = 0

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from zkafka.config.properties import format_properties
+from zkafka.local import mounts
+from zkafka.local.netns import BrokerNetwork
 from zkafka.local.security import TlsFiles, generate_tls, secure_broker_props
 from zkafka.local.zookeeper import (
     PID_FILE,
@@ -67,6 +69,10 @@ class BrokerProcess:
     """Where the broker serves Prometheus metrics (`http://127.0.0.1:<port>/metrics`), "" if unknown."""
     listeners: list[str] = field(default_factory=list)
     """Its `listeners` (`PLAINTEXT://127.0.0.1:9092`, `SASL_SSL://...` with `--security`)."""
+    host: str = "127.0.0.1"
+    """Where it listens: loopback, or its namespace's address (`up(netns=True)`)."""
+    netns: str = ""
+    """The network namespace it runs in ("" for the root namespace)."""
 
     @property
     def config_path(self) -> Path:
@@ -78,7 +84,7 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass
@@ -132,6 +138,10 @@ class LocalCluster:
     """The CA certificate clients of the SASL_SSL listeners trust ("" without security)."""
     admin_client_config: str = ""
     """Client keys of the secured listener's super user `admin` ("" without security)."""
+    network: BrokerNetwork | None = None
+    """`up(netns=True)`: each broker in its own network namespace on this private network."""
+    log_dir_size: str = ""
+    """`up(log_dir_size="64m")`: each broker's log dir is a tmpfs of that size (`zkafka.local.mounts`)."""
     _tls: TlsFiles | None = field(default=None, repr=False)
     _popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _zk_member_popen: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
@@ -151,6 +161,8 @@ class LocalCluster:
             "security": self.security,
             "ca_path": self.ca_path,
             "admin_client_config": self.admin_client_config,
+            "network": self.network.to_json() if self.network else None,
+            "log_dir_size": self.log_dir_size,
         }
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
@@ -172,6 +184,8 @@ class LocalCluster:
             security=state.get("security", False),
             ca_path=state.get("ca_path", ""),
             admin_client_config=state.get("admin_client_config", ""),
+            network=BrokerNetwork.from_json(state["network"]) if state.get("network") else None,
+            log_dir_size=state.get("log_dir_size", ""),
         )
         for b in state["brokers"]:
             cluster.brokers[b["broker_id"]] = BrokerProcess(**b)
@@ -194,23 +208,20 @@ class LocalCluster:
         )
 
     # -- ZooKeeper -----------------------------------------------------------------------------
-    def start_embedded_zookeeper(self, timeout: float = 30.0) -> None:
+    def start_embedded_zookeeper(self, timeout: float = 30.0, *, host: str = "127.0.0.1") -> None:
+        """One ZooKeeper server on `host` (another address than loopback: the bridge of a
+        namespaced cluster, where the brokers reach it)."""
         port = free_port()
         zk_dir = self.directory / "zookeeper"
         zk_dir.mkdir(parents=True, exist_ok=True)
+        if host == "127.0.0.1":
+            where = ["--port", str(port), "--data-dir", str(zk_dir)]
+        else:
+            where = [str(ZooKeeperServer(port=port, data_dir=zk_dir, host=host).write_config())]
         log = open(zk_dir / "zookeeper-start.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             self._zk_popen = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "zkafka.cli.main",
-                    "zookeeper-start",
-                    "--port",
-                    str(port),
-                    "--data-dir",
-                    str(zk_dir),
-                ],
+                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", *where],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -219,10 +230,10 @@ class LocalCluster:
         finally:
             log.close()
         self.zookeeper_pid = self._zk_popen.pid
-        self.zookeeper_connect = f"127.0.0.1:{port}"
+        self.zookeeper_connect = f"{host}:{port}"
         self.zookeeper_embedded = True
         deadline = time.monotonic() + timeout
-        while four_letter_word("127.0.0.1", port, timeout=0.3) != "imok":
+        while four_letter_word(host, port, timeout=0.3) != "imok":
             if self._zk_popen.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"embedded ZooKeeper did not start; see {zk_dir}/zookeeper.log")
             time.sleep(0.1)
@@ -426,14 +437,21 @@ class LocalCluster:
     def add_broker(
         self, broker_id: int, overrides: dict[str, str] | None = None, *, port: int | None = None
     ) -> BrokerProcess:
-        """Configure broker `broker_id` on `port` (default: a free loopback port)."""
+        """Configure broker `broker_id` on `port` (default: a free loopback port; in a namespaced
+        cluster its namespace is made here and it listens on the namespace's address)."""
         port = port or free_port()
         bdir = self.directory / f"broker-{broker_id}"
         (bdir / "logs").mkdir(parents=True, exist_ok=True)
         broker = BrokerProcess(broker_id, port, str(bdir))
+        if self.log_dir_size:
+            mounts.mount_tmpfs(bdir / "logs", self.log_dir_size)
+        if self.network is not None:
+            if broker_id not in self.network.brokers:
+                self.network.add_broker(broker_id)
+            broker.host, broker.netns = self.network.address(broker_id), self.network.namespace(broker_id)
         props = {
             "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": f"PLAINTEXT://{broker.host}:{port}",
             "log.dirs": str(bdir / "logs"),
             "zookeeper.connect": self.zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
@@ -447,7 +465,7 @@ class LocalCluster:
         if "metrics.listener" not in props:
             # Every local broker serves /metrics, on a port picked here like its Kafka port so that
             # `cluster status` can say where without asking the broker.
-            props["metrics.listener"] = f"http://127.0.0.1:{free_port()}"
+            props["metrics.listener"] = f"http://{broker.host}:{free_port()}"
         elif not props["metrics.listener"]:  # `metrics.listener=` (empty): metrics off
             del props["metrics.listener"]
         broker.metrics = _metrics_url(props.get("metrics.listener", ""))
@@ -469,6 +487,7 @@ class LocalCluster:
         try:
             proc = subprocess.Popen(
                 [
+                    *(self.network.exec_prefix(broker_id) if self.network and broker.netns else []),
                     sys.executable,
                     "-m",
                     "zkafka.cli.main",
@@ -553,6 +572,21 @@ class LocalCluster:
                     self._zk_popen.wait(10)
         for server_id in self.zookeepers:
             self.stop_zookeeper_member(server_id)
+        self.release_host_resources()
+
+    def release_host_resources(self) -> None:
+        """Unmount the brokers' tmpfs log dirs and remove their network namespaces, once the
+        brokers have exited (also for a cluster whose processes are already gone)."""
+        if self.log_dir_size:
+            for broker_id, broker in self.brokers.items():
+                self.wait_broker_exit(broker_id, 10)
+                mounts.unmount(Path(broker.directory) / "logs")
+        if self.network is not None:
+            for broker_id in self.brokers:  # a namespace is only freed when its processes are gone
+                self.wait_broker_exit(broker_id, 10)
+            self.network.remove()
+            self.network = None
+            self.save()
 
     def controller_id(self) -> int | None:
         """The active controller, or None if ZooKeeper does not answer quickly (then any order)."""
@@ -581,18 +615,26 @@ class LocalCluster:
         timeout: float = 60.0,
         progress: Progress | None = None,
         security: bool = False,
+        netns: bool = False,
+        log_dir_size: str = "",
     ) -> None:
         """Start ZooKeeper (unless `zookeeper` is a connect string; an ensemble of `zookeepers`
         members when that is more than 1) and brokers 1..`brokers`,
         then wait until every broker is registered, a controller is elected and every broker's
         Metadata lists them all. On failure everything started here is stopped again.
         `security`: each broker also gets a SASL_SSL listener with fresh TLS material and the
-        ACL authorizer (`zkafka.local.security`)."""
+        ACL authorizer (`zkafka.local.security`). `netns`: each broker runs in its own network
+        namespace (`zkafka.local.netns`; Linux, root) and the embedded ZooKeeper listens on the
+        namespaces' bridge; one embedded server only. `log_dir_size` (e.g. "64m"; Linux, root):
+        each broker's log dir is a tmpfs of that size (`zkafka.local.mounts`), unmounted by `down`."""
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        if netns and (zookeeper != EMBEDDED or zookeepers > 1):
+            raise ValueError("a namespaced cluster (--netns) runs its own single ZooKeeper server")
         say = progress or (lambda _msg: None)
         self.broker_overrides.update(overrides or {})
         self.security = security
+        self.log_dir_size = mounts.check_size(log_dir_size) if log_dir_size else ""
         try:
             if zookeeper == EMBEDDED and zookeepers > 1:
                 say(f"starting a {zookeepers}-member ZooKeeper ensemble")
@@ -600,8 +642,14 @@ class LocalCluster:
                 leader = self.zookeeper_leader()
                 say(f"ZooKeeper ensemble serving on {self.zookeeper_connect} (leader {leader})")
             elif zookeeper == EMBEDDED:
+                if netns:
+                    self.network = BrokerNetwork.create()
+                    self.save()  # recorded at once: `cluster down` removes it even if `up` dies
+                    say(
+                        f"made the brokers' network {self.network.subnet}.0/24 (bridge {self.network.bridge})"
+                    )
                 say("starting ZooKeeper")
-                self.start_embedded_zookeeper()
+                self.start_embedded_zookeeper(host=self.network.gateway if self.network else "127.0.0.1")
                 say(f"ZooKeeper listening on {self.zookeeper_connect}")
             else:
                 self.zookeeper_connect = zookeeper
@@ -676,7 +724,8 @@ class LocalCluster:
         from zkafka.protocol.messages import MetadataRequest
 
         async def ask() -> bool:
-            conn = await BrokerConnection.open("127.0.0.1", self.brokers[broker_id].port, timeout=2)
+            broker = self.brokers[broker_id]
+            conn = await BrokerConnection.open(broker.host, broker.port, timeout=2)
             try:
                 resp = await conn.send(MetadataRequest(topics=[]), timeout=2)
                 return {b.node_id for b in resp.brokers} >= expected and resp.controller_id in expected

@@ -48,6 +48,7 @@ from zkafka.server.dynamic_config import DynamicBrokerConfig
 from zkafka.server.isr import IsrManager
 from zkafka.server.lag_reporter import LagReporter
 from zkafka.server.listeners import Listeners
+from zkafka.server.log_dir_failure import LogDirFailures
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
 from zkafka.server.producer_ids import ProducerIdManager
@@ -117,6 +118,7 @@ class Broker:
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         if metrics is not None:
             replicas.on_topic_gone = metrics.forget
+        replicas.on_log_dir_failure = LogDirFailures(cfg.log_dirs).failed
         metadata = MetadataCache()
         throttles = ReplicationThrottles(broker_id, cfg)
         await throttles.load(zk)

@@ -34,7 +34,7 @@ from zkafka.quotas.replication import ReplicationQuota
 from zkafka.records.batch import CorruptRecordError, iter_headers, validate_batches
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.replica_manager import FollowerHooks, ReplicaManager
-from zkafka.storage.errors import StorageError
+from zkafka.storage.errors import LogDirIOError, StorageError
 from zkafka.storage.naming import TopicPartition
 
 if TYPE_CHECKING:
@@ -285,6 +285,8 @@ class ReplicaFetcher:
                             self.local.metrics.replicated(tp.topic, len(data))
                 except (CorruptRecordError, StorageError) as e:
                     log.error("%s: cannot append the leader's data: %s", tp, e)
+                    if isinstance(e, LogDirIOError):
+                        self.local.replicas.log_dir_failed(e)
                     return
         p.update_follower_high_watermark(r.high_watermark)
         if r.log_start_offset > p.log.log_start_offset:

@@ -21,7 +21,7 @@ from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.records.batch import BatchHeader
 from zkafka.server.delayed import DelayedOperations
 from zkafka.server.partition import LeaderState, Partition
-from zkafka.storage.errors import RecordBatchTooLargeError, RecordTooLargeError, StorageError
+from zkafka.storage.errors import LogDirIOError, RecordBatchTooLargeError, RecordTooLargeError, StorageError
 from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
@@ -77,7 +77,13 @@ class ReplicaManager:
         self.followers: FollowerHooks = FollowerHooks()
         self.on_topic_gone: Callable[[str], None] | None = None
         """Told when the last local partition of a topic is deleted (its per-topic metrics go too)."""
+        self.on_log_dir_failure: Callable[[LogDirIOError], None] | None = None
+        """Told when a write to a log dir failed at the OS (`log_dir_failure.LogDirFailures`)."""
         self._clock = clock
+
+    def log_dir_failed(self, error: LogDirIOError) -> None:
+        if self.on_log_dir_failure is not None:
+            self.on_log_dir_failure(error)
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -121,6 +127,8 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE, str(e)) from None
         except StorageError as e:
             log.error("append to %s failed: %s", tp, e)
+            if isinstance(e, LogDirIOError):
+                self.log_dir_failed(e)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
         self.delayed.notify(tp)  # followers long-polling for new data
         return info, epoch

@@ -7,6 +7,15 @@ class StorageError(Exception):
     """Base class. An unexpected I/O failure of a log dir (Kafka's KAFKA_STORAGE_ERROR, code 56)."""
 
 
+class LogDirIOError(StorageError):
+    """A write under a log dir failed at the OS (no space left, an I/O error): Kafka's
+    KafkaStorageException that takes the log dir offline. `path` is the file written."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class OffsetOutOfRangeError(StorageError):
     """A fetch/seek offset outside [log_start_offset, log_end_offset] (OFFSET_OUT_OF_RANGE, code 1)."""
 

@@ -51,6 +51,7 @@ from zkafka.storage.config import LogConfig
 from zkafka.storage.errors import (
     CleaningAbortedError,
     LogClosedError,
+    LogDirIOError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
@@ -335,7 +336,12 @@ class Log:
                 )
             seg = self._segments[-1]
             if seg.should_roll(now_ms, size, max_ts, last, config.segment_bytes, self._roll_ms):
-                seg = self._roll(first)
+                try:
+                    seg = self._roll(first)
+                except OSError as e:  # a new segment's files could not be made (disk full, I/O)
+                    raise LogDirIOError(
+                        f"{self}: rolling a segment failed: {e}", path=str(self.dir_path)
+                    ) from e
             seg.append(batches, last, max_ts, offset_of_max)
             self._leo = last + 1
             if assign_offsets:

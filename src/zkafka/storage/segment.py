@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError
-from zkafka.storage.errors import CorruptIndexError, LogClosedError, StorageError
+from zkafka.storage.errors import CorruptIndexError, LogClosedError, LogDirIOError, StorageError
 from zkafka.storage.index import INT32_MAX, OffsetIndex
 from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
@@ -214,7 +214,7 @@ class LogSegment:
                 os.ftruncate(fd, position)
             except OSError:
                 pass
-            raise StorageError(f"write to {self.log_path} failed: {e}") from e
+            raise LogDirIOError(f"write to {self.log_path} failed: {e}", path=str(self.log_path)) from e
         n = len(data)
         self.size = position + n
         if position == 0:
