@@ -1,5 +1,5 @@
-"""The Starlette application: the routes of every page family, the stylesheet, the error pages,
-and the lifespan that opens and closes the cluster clients."""
+"""The Starlette application: the routes of every page family, the stylesheet and script, the error
+pages, and the lifespan that opens and closes the cluster clients."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from zkafka.console import routes_cluster, routes_groups, routes_topics, routes_zookeeper
+from zkafka.console import routes_admin, routes_cluster, routes_groups, routes_topics, routes_zookeeper
 from zkafka.console.errors import EXPECTED_FAILURES, ConsoleError
-from zkafka.console.render import error_page, stylesheet
+from zkafka.console.render import error_page, script, stylesheet
 from zkafka.console.settings import ConsoleSettings
 from zkafka.console.source import ClusterSource, ZkBrowser
 
@@ -46,7 +46,9 @@ def build_app(settings: ConsoleSettings, zk: ZkBrowser | None = None) -> Starlet
             *routes_topics.ROUTES,
             *routes_groups.ROUTES,
             *routes_zookeeper.ROUTES,
+            *routes_admin.ROUTES,
             Route("/static/console.css", stylesheet, name="stylesheet"),
+            Route("/static/console.js", script, name="script"),
         ],
         # the expected failures are answered by ExceptionMiddleware; anything else still gets
         # the error page (from ServerErrorMiddleware, which also logs it for the operator)

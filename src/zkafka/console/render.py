@@ -1,4 +1,5 @@
-"""Pages from the Jinja templates in `templates/`, autoescaped, and the one stylesheet."""
+"""Pages from the Jinja templates in `templates/`, autoescaped, the one stylesheet, and the one
+script (`console.js`: the live parts of a page refresh in place)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from zkafka.console.errors import status_and_message
 
 HERE = Path(__file__).parent
 STYLESHEET = (HERE / "static" / "console.css").read_text()
+SCRIPT = (HERE / "static" / "console.js").read_text()
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -54,3 +56,7 @@ def error_page(request: Request, exc: BaseException) -> HTMLResponse:
 
 def stylesheet(_: Request) -> Response:
     return Response(STYLESHEET, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+def script(_: Request) -> Response:
+    return Response(SCRIPT, media_type="text/javascript", headers={"Cache-Control": "max-age=300"})
