@@ -13,19 +13,21 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 from cluster_helpers import Cluster, create_topic, running, topic_name, wait_for, zkafka_cli
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 from zkafka.local.zookeeper import ZooKeeperServer, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+T = TypeVar("T")
 SCRIPT_VALUE = "<script>window.__injected = 1</script>"
 
 pytestmark = pytest.mark.skipif(
@@ -145,9 +147,18 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-def _text(driver: object, css: str) -> str:
+def _fresh(find: Callable[[], T]) -> T:
+    """`find()` again when the page's own refresh replaced the element between finding and using it."""
+    for _ in range(10):
+        try:
+            return find()
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError("the element kept being replaced")
 
-    return driver.find_element(By.CSS_SELECTOR, css).text  # type: ignore[attr-defined]
+
+def _text(driver: object, css: str) -> str:
+    return _fresh(lambda: driver.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined,no-any-return]
 
 
 def _shot(driver: object, tmp_path: Path, name: str) -> None:
@@ -478,7 +489,7 @@ def test_reassignment_in_flight_is_shown_and_cancelled(
         assert _text(d, f"#moving-{topic}-0 td:nth-child(3)") == "3"  # adding
         assert _text(d, f"#moving-{topic}-0 td:nth-child(5)") == "1, 2, 3"  # target: nothing removed
         assert "controller + zookeeper" in _text(d, f"#moving-{topic}-0")
-        d.find_element(By.CSS_SELECTOR, f"#moving-{topic}-0 .cancel-one").click()  # type: ignore[attr-defined]
+        _fresh(lambda: d.find_element(By.CSS_SELECTOR, f"#moving-{topic}-0 .cancel-one").click())  # type: ignore[attr-defined]
         _shot(d, tmp_path, "cancel-preview")
         # replicas now, adding, removing, back to
         assert _text(d, f"#preview-{topic}-0").split() == [f"{topic}-0", "1,2,3", "3", "—", "1,2"]
@@ -523,16 +534,18 @@ def test_lag_chart_refreshes_in_place(
     wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#lag-chart-broker polyline"), 30, "the lag chart")  # type: ignore[attr-defined]
     _shot(d, tmp_path, "lag-chart")
     readme = os.environ.get("ZKAFKA_CONSOLE_SCREENSHOT")
-    if readme:  # docs/images/console.png, the README's picture (scripts/console_screenshot.sh)
-        _shot_to(d, Path(readme))
+    if readme:  # the README's picture (`make console-screenshot`): a few more steps of lag first
+        for more in (4, 6, 2):
+            produce(more)
+            shown = int(_text(d, f"#lag-broker-{topic}-0 .lag-value")) + more
+            wait_for(lambda n=shown: _text(d, f"#lag-broker-{topic}-0 .lag-value") == str(n), 30, "lag")  # type: ignore[misc]
+            time.sleep(4)  # a flat stretch between the steps, for the picture only
+        path = Path(readme)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        d.save_screenshot(str(path))  # type: ignore[attr-defined]
     assert d.execute_script("return window.__stayed") == 1  # type: ignore[attr-defined]
     assert d.find_element(By.ID, "reset-value").get_attribute("value") == "7"  # type: ignore[attr-defined]
     assert int(d.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed")) >= 1  # type: ignore[attr-defined]
-
-
-def _shot_to(driver: object, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(path))  # type: ignore[attr-defined]
 
 
 def test_killed_broker_shows_dead_within_10s(

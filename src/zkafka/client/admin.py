@@ -8,7 +8,8 @@ can report each topic; the singular forms (`create_topic`, ...) raise instead.
 CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterPartitionReassignments and
 ListPartitionReassignments go to the controller named in Metadata and are retried there when the
 broker answers NOT_CONTROLLER (the controller moved meanwhile). `elect_leaders` and
-`alter_partition_reassignments` answer per partition like the batch calls.
+`alter_partition_reassignments` answer per partition like the batch calls. `describe_acls` lists
+every ACL binding (DescribeAcls, decoded by `zkafka.security.acl_wire`, as `zkafka acls` does).
 """
 
 from __future__ import annotations
