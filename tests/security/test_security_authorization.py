@@ -402,3 +402,33 @@ def test_transactions_need_the_transactional_id_acl(secured: SecureCluster) -> N
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_the_web_console_is_judged_by_the_authorizer(secured: SecureCluster) -> None:
+    """The console's pages and actions go through the brokers' admin APIs as its own principal:
+    on the super user's listener `/acls` lists the bindings (DescribeAcls); connected as alice
+    (`zkafka ui --command-config`), the authorizer refuses her the ACL list and adding partitions,
+    and the console answers 403 with Kafka's error, never a traceback."""
+    from starlette.testclient import TestClient
+
+    from zkafka.client.security import ClientSecurity
+    from zkafka.console.app import build_app
+    from zkafka.console.settings import ConsoleSettings
+
+    added = acls(
+        secured, "--add", "--allow-principal", "User:grace", "--operation", "Write", "--topic", "graces"
+    )
+    assert "principal=User:grace" in added
+    anonymous = ConsoleSettings(f"127.0.0.1:{secured.plaintext}")
+    with TestClient(build_app(anonymous), raise_server_exceptions=False) as client:
+        page = client.get("/acls")
+        assert page.status_code == 200 and "no-authorizer" not in page.text
+        assert "User:grace" in page.text and "graces" in page.text and "Write" in page.text
+    alice = ClientSecurity("SASL_PLAINTEXT", mechanism="PLAIN", username=ALICE, password=ALICE_PASSWORD)
+    as_alice = ConsoleSettings(f"127.0.0.1:{secured.sasl_plaintext}", security=alice)
+    with TestClient(build_app(as_alice), raise_server_exceptions=False) as client:
+        refused = client.get("/acls")
+        assert refused.status_code == 403 and "CLUSTER_AUTHORIZATION_FAILED" in refused.text, refused.text
+        grow = client.post("/topics/orders/partitions", data={"total": "2"})
+        assert grow.status_code == 403 and "AUTHORIZATION_FAILED" in grow.text, grow.text
+        assert "Traceback" not in refused.text + grow.text

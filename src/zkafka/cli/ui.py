@@ -5,7 +5,9 @@
 
 Without `--zookeeper` the console shows what the brokers answer; with it (or with a local cluster,
 whose ZooKeeper is known) also dead brokers' registrations, the doctor's findings, the ZooKeeper
-consumers and the raw tree. `--read-only` turns the actions off.
+consumers and the raw tree. `--read-only` turns the actions off. `--command-config FILE` (Kafka's
+client keys: security.protocol, sasl.*, ssl.*) is how the console connects to a secured listener;
+the brokers' authorizer then decides what its principal may see and do.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from contextlib import ExitStack
 
 from zkafka.cli.errors import CliError
 from zkafka.cli.output import quiet_libraries
-from zkafka.cli.target import add_target_args, local_cluster, open_zookeeper
+from zkafka.cli.target import (
+    add_command_config_arg,
+    add_target_args,
+    client_security,
+    local_cluster,
+    open_zookeeper,
+)
 
 DEFAULT_PORT = 8080
 
@@ -29,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="HOST:PORT[/chroot]",
         help="the cluster's ZooKeeper, with its chroot (default: the local cluster's, if that is the one)",
     )
+    add_command_config_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default %(default)s)")
     p.add_argument("--read-only", action="store_true", help="no actions: only look at the cluster")
@@ -58,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--port must be 0..65535, got {args.port}")
     zookeeper = args.zookeeper or _local_zookeeper(args)
     settings = ConsoleSettings(
-        args.bootstrap_server, zookeeper, read_only=args.read_only, refresh_s=max(args.refresh, 0)
+        args.bootstrap_server,
+        zookeeper,
+        read_only=args.read_only,
+        refresh_s=max(args.refresh, 0),
+        security=client_security(args.command_config),
     )
     with ExitStack() as stack:
         zk = stack.enter_context(open_zookeeper(zookeeper)) if zookeeper else None

@@ -55,12 +55,18 @@ class ClusterSource:
 
     async def start(self) -> None:
         """Create the clients on the running loop (their futures belong to it)."""
-        timeout = self.settings.request_timeout_ms
+        settings = self.settings
         self._admin = AdminClient(
-            self.settings.bootstrap_servers, client_id="zkafka-ui", request_timeout_ms=timeout
+            settings.bootstrap_servers,
+            client_id="zkafka-ui",
+            request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
         self._groups = GroupAdmin(
-            self.settings.bootstrap_servers, client_id="zkafka-ui", request_timeout_ms=timeout
+            settings.bootstrap_servers,
+            client_id="zkafka-ui",
+            request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
 
     async def close(self) -> None:
