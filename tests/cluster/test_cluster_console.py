@@ -246,6 +246,24 @@ def test_bad_urls_and_values_get_an_error_page(console: str, data: dict[str, str
     r = httpx.post(console + "/topics/new", data={"name": "t", "partitions": "many"})
     assert r.status_code == 400 and "partitions must be a whole number" in r.text
 
+    def plan(partition: int, replicas: list[int]) -> str:
+        return json.dumps({"partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]})
+
+    # values the brokers refuse: Kafka's error name and text on the error page
+    refused = {
+        ("/reassignments/start", "plan", plan(0, [1, 99])): (400, "INVALID_REPLICA_ASSIGNMENT"),
+        ("/reassignments/start", "plan", plan(9, [1])): (400, f"{topic}-9, which does not exist"),
+        ("/reassignments/cancel", "partitions", f"{topic}-0"): (400, "NO_REASSIGNMENT_IN_PROGRESS"),
+        ("/topics/no-such-topic/partitions", "total", "3"): (404, "UNKNOWN_TOPIC_OR_PARTITION"),
+        (f"/topics/{topic}/config", "name", "no.such.config"): (400, "INVALID_CONFIG"),
+        ("/elections", "topic", "no-such-topic"): (404, "UNKNOWN_TOPIC_OR_PARTITION"),
+    }
+    for (path, field, value), (status, text) in refused.items():
+        r = httpx.post(console + path, data={field: value, "value": "1", "confirm": "yes"}, timeout=30)
+        assert r.status_code == status and text in r.text, (path, r.status_code, r.text[-400:])
+        assert 'id="error-message"' in r.text or 'id="results"' in r.text
+        assert "Traceback" not in r.text
+
 
 def test_create_topic_with_confirmation(browser: object, console: str, tmp_path: Path) -> None:
 
@@ -432,7 +450,12 @@ def test_reassignment_then_preferred_leader_election(
     topic = topic_name("swap")
     create_topic(cluster, topic, {0: [1, 2]})
     plan = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, 1]}]})
-    d.get(console + "/reassignments")  # type: ignore[attr-defined]
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _click(d, "topic-reassign")  # the form, filled in with the topic's assignment to edit
+    filled = json.loads(d.find_element(By.ID, "plan").get_attribute("value"))  # type: ignore[attr-defined]
+    assert filled["partitions"] == [
+        {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "any"]}
+    ]
     _fill(d, "plan", plan)
     _click(d, "reassign-preview")
     _shot(d, tmp_path, "reassignment-preview")
