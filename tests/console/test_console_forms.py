@@ -153,3 +153,39 @@ def test_lag_history_is_bounded_and_charted() -> None:
     assert history.samples(("broker", "g")) == [] and history.samples(("zookeeper", "g")) == [(0.0, 1)]
     flat = chart([(0.0, 0), (1.0, 0)], width=10, height=10)
     assert flat is not None and flat.points == "0.0,10.0 10.0,10.0"  # no lag: the bottom line
+
+
+def test_login_mode_without_brokers() -> None:
+    """`--login`: pages send the browser to sign in, posts without a session are a 401, a sign-in the
+    brokers cannot check is refused (401) without echoing the password, and /login elsewhere is a 404."""
+    from zkafka.client.security import ClientSecurity
+    from zkafka.console.routes_login import _local
+
+    listener = ClientSecurity("SASL_PLAINTEXT", mechanism="PLAIN")
+    for client in _client(security=listener, login=True):
+        r = client.get("/topics?internal=1", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].endswith("/login?next=%2Ftopics%3Finternal%3D1")
+        _error(client.post("/topics/new", data={"name": "t"}), 401, "sign in first")
+        login = client.get("/login")
+        assert login.status_code == 200 and 'id="login-form"' in login.text
+        r = client.post("/login", data={"username": "u", "password": "s3cret-value"})
+        assert r.status_code == 401 and "sign-in refused" in r.text and "s3cret-value" not in r.text
+        _error(client.post("/login", data={"username": "", "password": ""}), 400, "user name")
+        _error(
+            client.post(
+                "/login", data={"username": "u", "password": "p"}, headers={"origin": "http://x.example"}
+            ),
+            403,
+            "may not act",
+        )
+    for client in _client():
+        _error(client.get("/login"), 404, "without --login")
+    assert [
+        _local(t) for t in ("/groups/g", "//evil.example/x", "https://evil.example", "/\\evil", None)
+    ] == [
+        "/groups/g",
+        "/",
+        "/",
+        "/",
+        "/",
+    ]

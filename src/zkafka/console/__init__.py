@@ -13,6 +13,7 @@ being filled in survive). Pages have stable URLs, one routes module per page fam
     /groups, /groups/<id>               both kinds of group, members, assignments, lag and its chart
     /reassignments                      moves in progress, pending admin requests (routes_admin)
     /acls, /quotas                      ACL bindings ("no authorizer" when none), client quotas
+    /login                              signing in, with --login
     /zookeeper?path=/...                the raw tree, read-only
 
 Data comes through zkafka's client library (`zkafka.client`: the admin client, `GroupAdmin`, a
@@ -28,7 +29,10 @@ validate_only), start or cancel a reassignment from a plan in Kafka's JSON and e
 leaders (`reassign_data.py`, `routes_admin.py`), reset a group's offsets (`group_reset.py`:
 planned, shown, then committed; refused while the group has live members). Each shows its plan on
 a confirmation page first, is refused in `--read-only` mode, and is taken only from the console's
-own pages (a form posted from another origin is a 403: the console does not authenticate yet).
+own pages (a form posted from another origin is a 403). The console's connections can carry a
+principal (`--command-config`); with `--login` (`sessions.py`, `routes_login.py`) each user signs in
+with their Kafka user, checked by the brokers over SASL, and acts as themselves through connections
+of their own (and nothing is read from ZooKeeper, which no authorizer guards).
 Bad URLs and form values, and values the brokers refuse, answer an error page with the right HTTP
 status and Kafka's error text (`errors.py`), never a traceback. Only `zkafka.cli` imports this
 package.

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from zkafka.console.errors import status_and_message
+from zkafka.console.sessions import COOKIE
 
 HERE = Path(__file__).parent
 STYLESHEET = (HERE / "static" / "console.css").read_text()
@@ -34,12 +35,15 @@ _env.filters["ids"] = lambda ids: ", ".join(map(str, ids)) if ids else "—"
 
 
 def page(request: Request, template: str, *, http_status: int = 200, **context: Any) -> HTMLResponse:
-    settings = request.app.state.source.settings
+    settings = request.app.state.settings
+    sessions = request.app.state.sessions
     text = _env.get_template(template).render(
         request=request,
         path=request.url.path,
         read_only=settings.read_only,
         has_zookeeper=settings.zookeeper_connect is not None,
+        login=sessions is not None,
+        user=None if sessions is None else sessions.username(request.cookies.get(COOKIE)),
         **{"refresh": 0, **context},
     )
     return HTMLResponse(text, status_code=http_status)

@@ -19,12 +19,12 @@ from zkafka.console.reassign_data import (
     reassignments,
 )
 from zkafka.console.render import page
-from zkafka.console.source import ClusterSource
+from zkafka.console.sessions import source_of
 from zkafka.protocol import ErrorCode, KafkaError
 
 
 async def reassignments_page(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     view, _, zk_note = await source.view_or_note()
     found = await reassignments(source, view, zk_note)
     return page(
@@ -71,7 +71,7 @@ def _results(
 async def start(request: Request) -> Response:
     """First POST: each partition's current replicas beside its target, and the current assignment
     to keep for a rollback (as kafka-reassign-partitions --execute prints it); confirm=yes starts it."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "reassignments cannot be started here")
     fields = await form_fields(request)
     plan = parse_plan(fields.get("plan", ""))
@@ -101,7 +101,7 @@ async def start(request: Request) -> Response:
 async def cancel(request: Request) -> Response:
     """First POST: what is cancelled (the partitions go back to their original replicas);
     confirm=yes cancels it."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "reassignments cannot be cancelled here")
     fields = await form_fields(request)
     partitions = parse_partitions(fields.get("partitions", ""))
@@ -145,7 +145,7 @@ async def cancel(request: Request) -> Response:
 async def elect(request: Request) -> Response:
     """First POST: the partitions whose leader is not their preferred replica (the dry run);
     confirm=yes asks the controller for a preferred-leader election (ElectLeaders)."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "leader elections cannot be triggered here")
     fields = await form_fields(request)
     topic = fields.get("topic", "").strip()
@@ -180,11 +180,11 @@ async def elect(request: Request) -> Response:
 
 
 async def acls_page(request: Request) -> HTMLResponse:
-    return page(request, "acls.html", found=await acls(request.app.state.source))
+    return page(request, "acls.html", found=await acls(source_of(request)))
 
 
 async def quotas_page(request: Request) -> HTMLResponse:
-    return page(request, "quotas.html", rows=await quotas(request.app.state.source))
+    return page(request, "quotas.html", rows=await quotas(source_of(request)))
 
 
 ROUTES = [

@@ -15,17 +15,17 @@ from zkafka.console.group_data import BROKER, describe_group, list_groups
 from zkafka.console.group_reset import TARGETS, execute, reset_plan
 from zkafka.console.lag_history import chart
 from zkafka.console.render import page
-from zkafka.console.source import ClusterSource
+from zkafka.console.sessions import source_of
 
 
 async def groups(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     view, _, zk_note = await source.view_or_note()
     return page(request, "groups.html", groups=await list_groups(source, view), zk_note=zk_note)
 
 
 async def group(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     view, _, zk_note = await source.view_or_note()
     group_id = request.path_params["group_id"]
     if not group_id:
@@ -51,7 +51,7 @@ async def group(request: Request) -> HTMLResponse:
 
 async def reset(request: Request) -> Response:
     """First POST: the plan (dry run) to confirm; the POST with confirm=yes commits it."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "offsets cannot be reset here")
     group_id = request.path_params["group_id"]
     fields = await form_fields(request)

@@ -14,6 +14,7 @@ from zkafka.console.errors import ConsoleError
 from zkafka.console.forms import choice_param, form_fields, int_param, require_writable
 from zkafka.console.record_data import FORMATS, read_records
 from zkafka.console.render import page
+from zkafka.console.sessions import source_of
 from zkafka.console.source import ClusterSource
 from zkafka.console.topic_actions import (
     add_partitions,
@@ -29,7 +30,7 @@ MAX_REPLICATION = 32_767
 
 
 async def topics(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     state = await cluster_state(source, None)
     internal = request.query_params.get("internal") == "1"
     shown = [t for t in state.topics if internal or not t.internal]
@@ -37,13 +38,13 @@ async def topics(request: Request) -> HTMLResponse:
 
 
 async def topic(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     detail = await topic_detail(source, request.path_params["name"])
     return page(request, "topic.html", detail=detail)
 
 
 async def records(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     q = request.query_params
     partition = int_param(q.get("partition"), "partition", default=0, high=MAX_PARTITIONS)
     offset = int_param(q.get("offset"), "offset")
@@ -75,13 +76,13 @@ def _new_topic(fields: dict[str, str]) -> NewTopic:
 
 
 async def create_form(request: Request) -> HTMLResponse:
-    _writable(request.app.state.source)
+    _writable(source_of(request))
     return page(request, "create_topic.html", stage="form", fields={}, error=None)
 
 
 async def create(request: Request) -> Response:
     """First POST: the confirmation page; the POST with confirm=yes creates the topic."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     _writable(source)
     fields = await form_fields(request)
     new = _new_topic(fields)
@@ -98,7 +99,7 @@ async def create(request: Request) -> Response:
 
 async def partitions(request: Request) -> Response:
     """First POST: the controller's dry run (validate_only) to confirm; confirm=yes adds them."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "partitions cannot be added here")
     name = request.path_params["name"]
     fields = await form_fields(request)
@@ -127,7 +128,7 @@ async def partitions(request: Request) -> Response:
 async def config(request: Request) -> Response:
     """First POST: the brokers' dry run (validate_only) beside the current value and its source;
     confirm=yes alters the config."""
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     require_writable(source.settings.read_only, "configs cannot be altered here")
     name = request.path_params["name"]
     fields = await form_fields(request)

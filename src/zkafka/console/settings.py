@@ -22,3 +22,6 @@ class ConsoleSettings:
     security: ClientSecurity | None = None
     """TLS/SASL of the console's own broker connections (`zkafka ui --command-config`): the
     principal the brokers' authorizer judges every page and action by."""
+    login: bool = False
+    """`zkafka ui --login`: users sign in with their Kafka user (checked by the brokers over SASL,
+    `security` giving the mechanism and TLS) and act as themselves (`sessions.py`)."""
