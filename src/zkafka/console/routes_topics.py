@@ -17,6 +17,7 @@ from zkafka.console.render import page
 from zkafka.console.sessions import source_of
 from zkafka.console.source import ClusterSource
 from zkafka.console.topic_actions import (
+    MAX_PARTITIONS,
     add_partitions,
     alter_config,
     config_change_fields,
@@ -25,7 +26,6 @@ from zkafka.console.topic_actions import (
 )
 from zkafka.protocol import KafkaError
 
-MAX_PARTITIONS = 100_000
 MAX_REPLICATION = 32_767
 
 

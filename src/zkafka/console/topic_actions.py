@@ -13,6 +13,7 @@ from zkafka.console.forms import choice_param, int_param
 from zkafka.console.source import ClusterSource
 
 MAX_PARTITIONS = 100_000
+"""The most partitions a form may name (a topic's count, or one partition of it)."""
 MAX_CONFIG_NAME = 255
 MAX_CONFIG_VALUE = 4096
 CONFIG_OPS = ("set", "delete")
@@ -32,15 +33,15 @@ async def partitions_change(source: ClusterSource, topic: str, fields: dict[str,
     if total is None:
         raise ConsoleError(400, "total partitions: give the topic's new partition count")
     current = (await source.admin.describe_topics([topic]))[topic].partition_count
-    await _checked((await source.admin.create_partitions({topic: total}, validate_only=True))[topic])
+    _checked((await source.admin.create_partitions({topic: total}, validate_only=True))[topic])
     return PartitionsChange(topic, current, total)
 
 
 async def add_partitions(source: ClusterSource, change: PartitionsChange) -> None:
-    await _checked((await source.admin.create_partitions({change.topic: change.total}))[change.topic])
+    _checked((await source.admin.create_partitions({change.topic: change.total}))[change.topic])
 
 
-async def _checked(error: Exception | None) -> None:
+def _checked(error: Exception | None) -> None:
     if error is not None:
         raise error  # a KafkaError: its code sets the page's status, its text is the broker's
 
