@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-fast test-cluster test-spark lint fmt perf fuzz clean
+.PHONY: setup run test test-fast test-cluster test-spark lint fmt console-screenshot perf fuzz clean
 
 setup:
 	@bash scripts/setup.sh
@@ -31,6 +31,11 @@ lint: setup
 
 fmt: setup
 	$(VENV)/bin/ruff format src tests benchmarks
+
+# docs/images/console.png, the README's picture of the web console, taken by its browser test
+console-screenshot: setup
+	ZKAFKA_CONSOLE_SCREENSHOT=$(CURDIR)/docs/images/console.png $(PY) -m pytest -q \
+		tests/cluster/test_cluster_console.py -k lag_chart
 
 perf: setup
 	$(PY) -m zkafka.cli.main perf storage

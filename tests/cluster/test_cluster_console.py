@@ -8,20 +8,26 @@ right status, never a traceback. Screenshots go to the test's tmp dir (nothing a
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 from cluster_helpers import Cluster, create_topic, running, topic_name, wait_for, zkafka_cli
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
 
 from zkafka.local.zookeeper import ZooKeeperServer, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+T = TypeVar("T")
 SCRIPT_VALUE = "<script>window.__injected = 1</script>"
 
 pytestmark = pytest.mark.skipif(
@@ -141,10 +147,18 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-def _text(driver: object, css: str) -> str:
-    from selenium.webdriver.common.by import By
+def _fresh(find: Callable[[], T]) -> T:
+    """`find()` again when the page's own refresh replaced the element between finding and using it."""
+    for _ in range(10):
+        try:
+            return find()
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError("the element kept being replaced")
 
-    return driver.find_element(By.CSS_SELECTOR, css).text  # type: ignore[attr-defined]
+
+def _text(driver: object, css: str) -> str:
+    return _fresh(lambda: driver.find_element(By.CSS_SELECTOR, css).text)  # type: ignore[attr-defined,no-any-return]
 
 
 def _shot(driver: object, tmp_path: Path, name: str) -> None:
@@ -152,7 +166,6 @@ def _shot(driver: object, tmp_path: Path, name: str) -> None:
 
 
 def test_pages_show_the_cluster(browser: object, console: str, data: dict[str, str], tmp_path: Path) -> None:
-    from selenium.webdriver.common.by import By
 
     d = browser
     topic, group = data["topic"], data["group"]
@@ -233,9 +246,26 @@ def test_bad_urls_and_values_get_an_error_page(console: str, data: dict[str, str
     r = httpx.post(console + "/topics/new", data={"name": "t", "partitions": "many"})
     assert r.status_code == 400 and "partitions must be a whole number" in r.text
 
+    def plan(partition: int, replicas: list[int]) -> str:
+        return json.dumps({"partitions": [{"topic": topic, "partition": partition, "replicas": replicas}]})
+
+    # values the brokers refuse: Kafka's error name and text on the error page
+    refused = {
+        ("/reassignments/start", "plan", plan(0, [1, 99])): (400, "INVALID_REPLICA_ASSIGNMENT"),
+        ("/reassignments/start", "plan", plan(9, [1])): (400, f"{topic}-9, which does not exist"),
+        ("/reassignments/cancel", "partitions", f"{topic}-0"): (400, "NO_REASSIGNMENT_IN_PROGRESS"),
+        ("/topics/no-such-topic/partitions", "total", "3"): (404, "UNKNOWN_TOPIC_OR_PARTITION"),
+        (f"/topics/{topic}/config", "name", "no.such.config"): (400, "INVALID_CONFIG"),
+        ("/elections", "topic", "no-such-topic"): (404, "UNKNOWN_TOPIC_OR_PARTITION"),
+    }
+    for (path, field, value), (status, text) in refused.items():
+        r = httpx.post(console + path, data={field: value, "value": "1", "confirm": "yes"}, timeout=30)
+        assert r.status_code == status and text in r.text, (path, r.status_code, r.text[-400:])
+        assert 'id="error-message"' in r.text or 'id="results"' in r.text
+        assert "Traceback" not in r.text
+
 
 def test_create_topic_with_confirmation(browser: object, console: str, tmp_path: Path) -> None:
-    from selenium.webdriver.common.by import By
 
     d = browser
     d.get(console + "/topics/new")  # type: ignore[attr-defined]
@@ -262,7 +292,6 @@ def test_offset_reset_in_the_browser_is_seen_by_consumer_groups(
     browser: object, console: str, cluster: Cluster, data: dict[str, str], tmp_path: Path
 ) -> None:
     from confluent_kafka import Consumer, TopicPartition
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     topic, group = data["topic"], topic_name("reset")
@@ -319,6 +348,227 @@ def test_offset_reset_is_refused_while_the_group_has_live_members(
         assert "Stable" in page and "rdkafka" in page  # the member, by its client id
     finally:
         consumer.close()
+
+
+def _fill(driver: object, element_id: str, text: str) -> None:
+
+    field = driver.find_element(By.ID, element_id)  # type: ignore[attr-defined]
+    field.clear()
+    field.send_keys(text)
+
+
+def _click(driver: object, element_id: str) -> None:
+
+    driver.find_element(By.ID, element_id).click()  # type: ignore[attr-defined]
+
+
+def _admin(cluster: Cluster) -> Any:
+    from zkafka.client.sync import SyncAdminClient
+
+    return SyncAdminClient(cluster.bootstrap)
+
+
+def test_acls_quotas_and_reassignments_pages(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    d = browser
+    with _admin(cluster) as admin:
+        admin.alter_client_quotas(("console-user", None), {"producer_byte_rate": 1024.0})
+    try:
+        d.get(console + "/")  # type: ignore[attr-defined]
+        d.find_element(By.LINK_TEXT, "ACLs").click()  # type: ignore[attr-defined]  # linked from the nav
+        _shot(d, tmp_path, "acls")
+        # the test cluster runs without an authorizer: the page says so, in the broker's words
+        assert "No Authorizer is configured on the broker" in _text(d, "#no-authorizer")
+        d.find_element(By.LINK_TEXT, "Quotas").click()  # type: ignore[attr-defined]
+        _shot(d, tmp_path, "quotas")
+        row = _text(d, "#quotas")
+        assert "console-user" in row and "producer_byte_rate=1024" in row, row
+        d.find_element(By.LINK_TEXT, "Reassignments").click()  # type: ignore[attr-defined]
+        _shot(d, tmp_path, "reassignments")
+        assert d.find_elements(By.ID, "reassign-form") and d.find_elements(By.ID, "elect-form")  # type: ignore[attr-defined]
+    finally:
+        with _admin(cluster) as admin:
+            admin.alter_client_quotas(("console-user", None), {"producer_byte_rate": None})
+
+
+def test_add_partitions_with_a_dry_run(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    d = browser
+    topic = topic_name("grow")
+    create_topic(cluster, topic, {0: [1, 2]})
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _fill(d, "partitions-total", "1")
+    _click(d, "partitions-preview")
+    # the controller's own refusal of the dry run, as Kafka words it
+    error = _text(d, "#error-message")
+    assert "INVALID_PARTITIONS" in error, error
+
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _fill(d, "partitions-total", "3")
+    _click(d, "partitions-preview")
+    _shot(d, tmp_path, "partitions-preview")
+    assert f"Grow topic {topic} from 1 to 3 partition(s)" in _text(d, "#confirm-text")
+    with _admin(cluster) as admin:  # a dry run changes nothing
+        assert admin.describe_topics([topic])[topic].partition_count == 1
+    _click(d, "confirm")
+    wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#partitions tr")) == 4, 30, "3 partitions shown")  # type: ignore[attr-defined]
+    assert sorted(cluster.topic(topic)["partitions"]) == ["0", "1", "2"]
+
+
+def test_alter_topic_config_with_a_dry_run(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    d = browser
+    topic = topic_name("config")
+    create_topic(cluster, topic, {0: [1, 2]})
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _fill(d, "config-name", "retention.ms")
+    _fill(d, "config-value", "soon")
+    _click(d, "config-preview")
+    error = _text(d, "#error-message")
+    assert "INVALID_CONFIG" in error and "retention.ms" in error, error
+
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _fill(d, "config-name", "retention.ms")
+    _fill(d, "config-value", "123456")
+    _click(d, "config-preview")
+    _shot(d, tmp_path, "config-preview")
+    # name, current value, its source, the new value
+    assert _text(d, "#preview-config").split() == ["retention.ms", "604800000", "DEFAULT_CONFIG", "123456"]
+    _click(d, "confirm")
+    wait_for(lambda: topic in d.current_url and d.find_elements(By.ID, "configs"), 30, "the topic page")  # type: ignore[attr-defined]
+    assert "retention.ms 123456 DYNAMIC_TOPIC_CONFIG" in _text(d, "#configs")
+    assert cluster.get_json(f"/config/topics/{topic}")["config"]["retention.ms"] == "123456"
+
+
+def test_reassignment_then_preferred_leader_election(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    d = browser
+    topic = topic_name("swap")
+    create_topic(cluster, topic, {0: [1, 2]})
+    plan = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, 1]}]})
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _click(d, "topic-reassign")  # the form, filled in with the topic's assignment to edit
+    filled = json.loads(d.find_element(By.ID, "plan").get_attribute("value"))  # type: ignore[attr-defined]
+    assert filled["partitions"] == [
+        {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "any"]}
+    ]
+    _fill(d, "plan", plan)
+    _click(d, "reassign-preview")
+    _shot(d, tmp_path, "reassignment-preview")
+    assert _text(d, f"#preview-{topic}-0").split() == [f"{topic}-0", "1,2", "2,1"]
+    rollback = json.loads(_text(d, "#confirm-extra"))  # the current assignment, in Kafka's JSON
+    assert rollback["partitions"][0]["replicas"] == [1, 2]
+    _click(d, "confirm")
+    wait_for(lambda: cluster.topic(topic)["partitions"]["0"] == [2, 1], 30, "the reassignment to complete")
+    assert cluster.leader(topic) == 1  # the leader stays while it is among the new replicas
+
+    d.get(f"{console}/topics/{topic}")  # type: ignore[attr-defined]
+    _click(d, "topic-elect")
+    _shot(d, tmp_path, "election-preview")
+    assert _text(d, f"#preview-{topic}-0").split() == [f"{topic}-0", "1", "2"]  # leader now, preferred
+    _click(d, "confirm")
+    assert _text(d, f"#result-{topic}-0").split()[-1] == "done"
+    wait_for(lambda: cluster.leader(topic) == 2, 30, "the preferred replica to lead")
+
+
+def test_reassignment_in_flight_is_shown_and_cancelled(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    from confluent_kafka import Producer
+
+    from zkafka.client.admin import ConfigResource
+
+    d = browser
+    topic = topic_name("slow")
+    create_topic(cluster, topic, {0: [1, 2]})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 20})
+    for _ in range(400):
+        producer.produce(topic, value=b"x" * 1000, partition=0)
+    producer.flush(30)
+    # KIP-73 throttles keep the new replica catching up for minutes: the move stays in flight
+    rates = {"leader.replication.throttled.rate": "1000", "follower.replication.throttled.rate": "1000"}
+    replicas = {"leader.replication.throttled.replicas": "*", "follower.replication.throttled.replicas": "*"}
+    with _admin(cluster) as admin:
+        for bid in (1, 2, 3):
+            admin.alter_configs(ConfigResource.broker(bid), rates)
+        admin.alter_configs(ConfigResource.topic(topic), replicas)
+    try:
+        plan = json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2, 3]}]}
+        )
+        r = httpx.post(console + "/reassignments/start", data={"plan": plan, "confirm": "yes"}, timeout=30)
+        assert r.status_code == 303, r.text[-500:]
+
+        def shown_moving() -> bool:
+            d.get(console + "/reassignments")  # type: ignore[attr-defined]
+            return bool(d.find_elements(By.ID, f"moving-{topic}-0"))  # type: ignore[attr-defined]
+
+        wait_for(shown_moving, 30, "the reassignment shown in progress")
+        _shot(d, tmp_path, "reassignment-in-flight")
+        assert _text(d, f"#moving-{topic}-0 td:nth-child(3)") == "3"  # adding
+        assert _text(d, f"#moving-{topic}-0 td:nth-child(5)") == "1, 2, 3"  # target: nothing removed
+        assert "controller + zookeeper" in _text(d, f"#moving-{topic}-0")
+        _fresh(lambda: d.find_element(By.CSS_SELECTOR, f"#moving-{topic}-0 .cancel-one").click())  # type: ignore[attr-defined]
+        _shot(d, tmp_path, "cancel-preview")
+        # replicas now, adding, removing, back to
+        assert _text(d, f"#preview-{topic}-0").split() == [f"{topic}-0", "1,2,3", "3", "—", "1,2"]
+        _click(d, "confirm")
+        wait_for(lambda: d.find_elements(By.ID, "no-reassignments"), 30, "no reassignment left")  # type: ignore[attr-defined]
+        assert cluster.topic(topic)["partitions"]["0"] == [1, 2]
+        assert not cluster.topic(topic).get("adding_replicas", {}).get("0")
+    finally:
+        with _admin(cluster) as admin:
+            for bid in (1, 2, 3):
+                admin.alter_configs(ConfigResource.broker(bid), dict.fromkeys(rates))
+
+
+def test_lag_chart_refreshes_in_place(
+    browser: object, console: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    d = browser
+    topic, group = topic_name("lagging"), topic_name("charted")
+    create_topic(cluster, topic, {0: [1, 2]})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+
+    def produce(n: int) -> None:
+        for i in range(n):
+            producer.produce(topic, value=f"r{i}".encode(), partition=0)
+        producer.flush(30)
+
+    produce(2)
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+
+    d.get(f"{console}/groups/{group}")  # type: ignore[attr-defined]
+    d.execute_script("window.__stayed = 1")  # type: ignore[attr-defined]  # gone if the page reloads
+    _fill(d, "reset-value", "7")  # a form being filled in survives the refreshes
+    assert _text(d, f"#lag-broker-{topic}-0 .lag-value") == "2"
+    produce(3)
+    wait_for(lambda: _text(d, f"#lag-broker-{topic}-0 .lag-value") == "5", 30, "the lag refreshed in place")
+    wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#lag-chart-broker polyline"), 30, "the lag chart")  # type: ignore[attr-defined]
+    _shot(d, tmp_path, "lag-chart")
+    readme = os.environ.get("ZKAFKA_CONSOLE_SCREENSHOT")
+    if readme:  # the README's picture (`make console-screenshot`): a few more steps of lag first
+        for more in (4, 6, 2):
+            produce(more)
+            shown = int(_text(d, f"#lag-broker-{topic}-0 .lag-value")) + more
+            wait_for(lambda n=shown: _text(d, f"#lag-broker-{topic}-0 .lag-value") == str(n), 30, "lag")  # type: ignore[misc]
+            time.sleep(4)  # a flat stretch between the steps, for the picture only
+        path = Path(readme)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        d.save_screenshot(str(path))  # type: ignore[attr-defined]
+    assert d.execute_script("return window.__stayed") == 1  # type: ignore[attr-defined]
+    assert d.find_element(By.ID, "reset-value").get_attribute("value") == "7"  # type: ignore[attr-defined]
+    assert int(d.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed")) >= 1  # type: ignore[attr-defined]
 
 
 def test_killed_broker_shows_dead_within_10s(

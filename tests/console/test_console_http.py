@@ -160,3 +160,56 @@ def test_zkafka_ui_without_a_cluster_says_what_to_pass(tmp_path: Path) -> None:
     done = ui("--bootstrap-server", "127.0.0.1:1", "--port", "70000")
     assert done.returncode == 1 and "--port must be 0..65535" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    done = ui("--bootstrap-server", "127.0.0.1:1", "--login")
+    assert (
+        done.returncode == 1 and "--login needs --command-config with security.protocol SASL" in done.stderr
+    )
+    plain = tmp_path / "plain.properties"
+    plain.write_text("security.protocol=PLAINTEXT\n")
+    done = ui("--bootstrap-server", "127.0.0.1:1", "--login", "--command-config", str(plain))
+    assert done.returncode == 1 and "--login needs" in done.stderr, done.stderr
+    done = ui("--bootstrap-server", "127.0.0.1:1", "--ssl-keyfile", str(plain))
+    assert done.returncode == 1 and "--ssl-keyfile goes with --ssl-certfile" in done.stderr, done.stderr
+    done = ui("--bootstrap-server", "127.0.0.1:1", "--ssl-certfile", str(tmp_path / "none.pem"))
+    assert done.returncode == 1 and "no such certificate or key file" in done.stderr, done.stderr
+
+
+def test_zkafka_ui_serves_https_with_a_certificate(tmp_path: Path) -> None:
+    """`--ssl-certfile`/`--ssl-keyfile`: the console over HTTPS (what a `--login` console taking
+    passwords should be off loopback), its certificate checked against the test's own CA."""
+    import ssl
+
+    import httpx
+    import trustme
+
+    from zkafka.testing.polling import wait_for
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    chain, key, ca_pem = tmp_path / "ui.crt", tmp_path / "ui.key", tmp_path / "ca.pem"
+    cert.cert_chain_pems[0].write_to_path(str(chain))
+    cert.private_key_pem.write_to_path(str(key))
+    ca.cert_pem.write_to_path(str(ca_pem))
+    trusted = ssl.create_default_context(cafile=str(ca_pem))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(Path(zkafka.__file__).parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zkafka.cli.main", "ui", "--bootstrap-server", "127.0.0.1:1",
+         "--port", str(port), "--ssl-certfile", str(chain), "--ssl-keyfile", str(key)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    try:
+
+        def answers() -> bool:
+            try:
+                r = httpx.get(f"https://127.0.0.1:{port}/static/console.css", verify=trusted, timeout=2)
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                return False
+            return r.status_code == 200
+
+        wait_for(answers, 30, "the console over HTTPS")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.stderr is not None and f"https://127.0.0.1:{port}/" in proc.stderr.read()

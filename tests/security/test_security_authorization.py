@@ -402,3 +402,70 @@ def test_transactions_need_the_transactional_id_acl(secured: SecureCluster) -> N
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_the_web_console_is_judged_by_the_authorizer(secured: SecureCluster) -> None:
+    """The console's pages and actions go through the brokers' admin APIs as its own principal:
+    on the super user's listener `/acls` lists the bindings (DescribeAcls); connected as alice
+    (`zkafka ui --command-config`), the authorizer refuses her the ACL list and adding partitions,
+    and the console answers 403 with Kafka's error, never a traceback."""
+    from starlette.testclient import TestClient
+
+    from zkafka.client.security import ClientSecurity
+    from zkafka.console.app import build_app
+    from zkafka.console.settings import ConsoleSettings
+
+    added = acls(
+        secured, "--add", "--allow-principal", "User:grace", "--operation", "Write", "--topic", "graces"
+    )
+    assert "principal=User:grace" in added
+    anonymous = ConsoleSettings(f"127.0.0.1:{secured.plaintext}")
+    with TestClient(build_app(anonymous), raise_server_exceptions=False) as client:
+        page = client.get("/acls")
+        assert page.status_code == 200 and "no-authorizer" not in page.text
+        assert "User:grace" in page.text and "graces" in page.text and "Write" in page.text
+    alice = ClientSecurity("SASL_PLAINTEXT", mechanism="PLAIN", username=ALICE, password=ALICE_PASSWORD)
+    as_alice = ConsoleSettings(f"127.0.0.1:{secured.sasl_plaintext}", security=alice)
+    with TestClient(build_app(as_alice), raise_server_exceptions=False) as client:
+        refused = client.get("/acls")
+        assert refused.status_code == 403 and "CLUSTER_AUTHORIZATION_FAILED" in refused.text, refused.text
+        grow = client.post("/topics/orders/partitions", data={"total": "2"})
+        assert grow.status_code == 403 and "AUTHORIZATION_FAILED" in grow.text, grow.text
+        assert "Traceback" not in refused.text + grow.text
+
+
+def test_console_sign_in_acts_as_each_user(secured: SecureCluster) -> None:
+    """`zkafka ui --login`: a page without a session sends the browser to sign in; the brokers check
+    the password over SASL (a wrong one is refused, never echoed); alice then sees what the
+    authorizer lets alice see, and the super user what it lets the super user see."""
+    from starlette.testclient import TestClient
+
+    from zkafka.client.security import ClientSecurity
+    from zkafka.console.app import build_app
+    from zkafka.console.settings import ConsoleSettings
+
+    acls(secured, "--add", "--allow-principal", "User:heidi", "--operation", "Read", "--topic", "heidis")
+    listener = ClientSecurity("SASL_PLAINTEXT", mechanism="PLAIN")
+    settings = ConsoleSettings(f"127.0.0.1:{secured.sasl_plaintext}", security=listener, login=True)
+    with TestClient(build_app(settings), raise_server_exceptions=False, follow_redirects=False) as client:
+        r = client.get("/acls")
+        assert r.status_code == 303 and r.headers["location"].endswith("/login?next=%2Facls")
+        r = client.post("/login", data={"username": ALICE, "password": "wrong-pass", "next": "/acls"})
+        assert r.status_code == 401 and "sign-in refused" in r.text and "wrong-pass" not in r.text, r.text
+        r = client.post("/login", data={"username": ALICE, "password": ALICE_PASSWORD, "next": "/acls"})
+        assert r.status_code == 303 and r.headers["location"] == "/acls"
+        assert (
+            "httponly" in r.headers["set-cookie"].lower()
+            and "samesite=strict" in r.headers["set-cookie"].lower()
+        )
+        r = client.get("/acls")
+        assert r.status_code == 403 and "CLUSTER_AUTHORIZATION_FAILED" in r.text and ALICE in r.text
+        assert client.get("/zookeeper?path=/").status_code == 404  # no authorizer guards ZooKeeper
+        r = client.post("/logout")
+        assert r.status_code == 303 and client.get("/acls").status_code == 303
+        r = client.post(
+            "/login", data={"username": ADMIN, "password": ADMIN_PASSWORD, "next": "//evil.example"}
+        )
+        assert r.status_code == 303 and r.headers["location"] == "/"  # never off to another site
+        r = client.get("/acls")
+        assert r.status_code == 200 and "User:heidi" in r.text, r.text[-500:]

@@ -55,6 +55,7 @@ def test_demo_output_reads_well_in_a_log(tmp_path: Path) -> None:
     assert rows and all(line.rstrip().endswith(("│", "┃")) for line in rows), "\n".join(rows)
     assert any(line.endswith("/broker-1/logs/demo-events-0") for line in lines), out
     assert "demo-events: records per partition (a key always lands in one partition)" in lines
+    assert any(ln.startswith("the web console served this cluster at http://127.0.0.1:") for ln in lines), out
     assert any(len(line) > 80 for line in lines)  # long lines stayed long
     tree = lines[lines.index(next(ln for ln in lines if "6. the cluster's metadata" in ln)) :]
     tree = tree[: tree.index(next(ln for ln in tree if "7. zkafka cluster status" in ln))]

@@ -24,14 +24,11 @@ from zkafka.security.acl_filters import AclBindingFilter
 from zkafka.security.acl_wire import (
     ANY,
     OPERATION_CODES,
-    OPERATIONS,
     PATTERN_CODES,
     PATTERN_FILTER_CODES,
-    PATTERN_TYPES,
     PERMISSION_CODES,
-    PERMISSIONS,
     RESOURCE_CODES,
-    RESOURCE_TYPES,
+    described_bindings,
 )
 from zkafka.zk.acls import AclEntry, ResourcePattern
 
@@ -133,13 +130,4 @@ class BrokerAcls:
         response = self._send(DescribeAclsRequest(**_filter_fields(binding_filter)))
         if response.error_code:
             raise CliError("Error while listing ACLs: " + _error(response.error_code, response.error_message))
-        out: dict[ResourcePattern, frozenset[AclEntry]] = {}
-        for r in response.resources:
-            pattern = ResourcePattern(
-                RESOURCE_TYPES[r.resource_type], r.resource_name, PATTERN_TYPES[r.pattern_type]
-            )
-            out[pattern] = frozenset(
-                AclEntry(a.principal, PERMISSIONS[a.permission_type], OPERATIONS[a.operation], a.host)
-                for a in r.acls
-            )
-        return out
+        return described_bindings(response.resources)

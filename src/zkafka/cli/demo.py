@@ -9,7 +9,8 @@ it), the ZooKeeper tree in Kafka's layout (a znode with many children, such as
 `__consumer_offsets`' 50 partitions, summarised on one line), `cluster status`, the clickstream
 pipeline on Spark, security (the cluster runs with `cluster up --security`: SCRAM users, ACLs and
 one allowed and one refused client on the SASL_SSL listener, `zkafka.cli.demo_security`), and
-`zkafka doctor`'s check of the whole cluster. Everything started is stopped
+`zkafka doctor`'s check of the whole cluster, and the URL the web console (which `cluster up`
+starts) was served on while the demo ran. Everything started is stopped
 at the end, also on errors and Ctrl-C. The output follows the CLI's console policy
 (`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
 """
@@ -273,6 +274,8 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
     # Exit 1/2 (warnings, critical findings) is the doctor's answer, not a failure of the demo.
     doctor = ("doctor", "--zookeeper", cluster.zookeeper_connect)
     console.out(_zkafka(*doctor, ok=(0, 1, 2)).rstrip())
+    if cluster.ui_url:  # `cluster up` started it; it stops with the cluster below
+        console.print(f"\nthe web console served this cluster at {cluster.ui_url} while the demo ran")
 
 
 def _live_metrics(console: Console, cluster: LocalCluster) -> None:

@@ -8,7 +8,8 @@ can report each topic; the singular forms (`create_topic`, ...) raise instead.
 CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterPartitionReassignments and
 ListPartitionReassignments go to the controller named in Metadata and are retried there when the
 broker answers NOT_CONTROLLER (the controller moved meanwhile). `elect_leaders` and
-`alter_partition_reassignments` answer per partition like the batch calls.
+`alter_partition_reassignments` answer per partition like the batch calls. `describe_acls` lists
+every ACL binding (DescribeAcls, decoded by `zkafka.security.acl_wire`, as `zkafka acls` does).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from zkafka.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
     DescribeConfigsRequest,
@@ -55,6 +58,9 @@ from zkafka.protocol.messages import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from zkafka.security.acl_filters import PatternTypeFilter
+from zkafka.security.acl_wire import ANY, PATTERN_FILTER_CODES, described_bindings
+from zkafka.zk.acls import AclEntry, ResourcePattern
 
 DEFAULT_TIMEOUT_MS = 30_000
 K = TypeVar("K")
@@ -762,6 +768,24 @@ class AdminClient:
         assert isinstance(resp, AlterClientQuotasResponse)
         for r in resp.entries:
             _raise_error(r.error_code, r.error_message, "client quota entity")
+
+    # -- ACLs ---------------------------------------------------------------------------------------
+    async def describe_acls(self) -> dict[ResourcePattern, frozenset[AclEntry]]:
+        """Every ACL binding, through DescribeAcls (so the broker's authorizer decides what this
+        principal may see). A broker without an authorizer raises SECURITY_DISABLED."""
+        request = DescribeAclsRequest(
+            resource_type_filter=ANY,
+            resource_name_filter=None,
+            pattern_type_filter=PATTERN_FILTER_CODES[PatternTypeFilter.ANY],
+            principal_filter=None,
+            host_filter=None,
+            operation=ANY,
+            permission_type=ANY,
+        )
+        resp = await self.cluster.send_any(request)
+        assert isinstance(resp, DescribeAclsResponse)
+        _raise_error(resp.error_code, resp.error_message, "ACLs")
+        return described_bindings(resp.resources)
 
     # -- SCRAM credentials (KIP-554) -----------------------------------------------------------
     async def describe_user_scram_credentials(

@@ -113,6 +113,7 @@ class SyncAdminClient(_SyncClient):
     elect_leaders = _blocking(AdminClient.elect_leaders)
     alter_partition_reassignments = _blocking(AdminClient.alter_partition_reassignments)
     list_partition_reassignments = _blocking(AdminClient.list_partition_reassignments)
+    describe_acls = _blocking(AdminClient.describe_acls)
     describe_client_quotas = _blocking(AdminClient.describe_client_quotas)
     alter_client_quotas = _blocking(AdminClient.alter_client_quotas)
     describe_user_scram_credentials = _blocking(AdminClient.describe_user_scram_credentials)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 
+from zkafka.admin.reassignment import format_plan
 from zkafka.client.admin import ConfigEntry
 from zkafka.client.cluster import NO_LEADER, TopicMetadata
 from zkafka.client.offsets import list_offsets
@@ -177,6 +178,13 @@ class TopicDetail:
     configs: list[ConfigEntry]
     offsets_note: str | None = None
     """Why some offsets are missing, when they are."""
+
+    @property
+    def plan(self) -> str:
+        """The topic's assignment in Kafka's reassignment JSON: the start of a plan to edit."""
+        return format_plan(
+            {TopicPartition(self.topic.name, p.partition): p.replicas for p in self.topic.partitions}
+        )
 
 
 async def topic_detail(source: ClusterSource, name: str) -> TopicDetail:

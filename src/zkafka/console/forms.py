@@ -61,3 +61,9 @@ async def form_fields(request: Request) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError) as e:
         raise ConsoleError(400, f"unreadable form: {e}") from None
     return {k: v[-1] for k, v in fields.items()}
+
+
+def require_writable(read_only: bool, what: str) -> None:
+    """Every action's first check: a `--read-only` console refuses it (403) before reading its form."""
+    if read_only:
+        raise ConsoleError(403, f"this console is read-only (--read-only): {what}")

@@ -128,6 +128,7 @@ async def _fetch(source: ClusterSource, tp: TopicPartition, offset: int, stop: i
         fetch_max_wait_ms=100,
         max_poll_records=stop - offset,
         request_timeout_ms=source.settings.request_timeout_ms,
+        security=source.settings.security,
     )
     out: list[ConsumedRecord] = []
     try:

@@ -1,4 +1,5 @@
-"""Pages from the Jinja templates in `templates/`, autoescaped, and the one stylesheet."""
+"""Pages from the Jinja templates in `templates/`, autoescaped, the one stylesheet, and the one
+script (`console.js`: the live parts of a page refresh in place)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from zkafka.console.errors import status_and_message
+from zkafka.console.sessions import COOKIE
 
 HERE = Path(__file__).parent
 STYLESHEET = (HERE / "static" / "console.css").read_text()
+SCRIPT = (HERE / "static" / "console.js").read_text()
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -32,12 +35,15 @@ _env.filters["ids"] = lambda ids: ", ".join(map(str, ids)) if ids else "—"
 
 
 def page(request: Request, template: str, *, http_status: int = 200, **context: Any) -> HTMLResponse:
-    settings = request.app.state.source.settings
+    settings = request.app.state.settings
+    sessions = request.app.state.sessions
     text = _env.get_template(template).render(
         request=request,
         path=request.url.path,
         read_only=settings.read_only,
         has_zookeeper=settings.zookeeper_connect is not None,
+        login=sessions is not None,
+        user=None if sessions is None else sessions.username(request.cookies.get(COOKIE)),
         **{"refresh": 0, **context},
     )
     return HTMLResponse(text, status_code=http_status)
@@ -54,3 +60,7 @@ def error_page(request: Request, exc: BaseException) -> HTMLResponse:
 
 def stylesheet(_: Request) -> Response:
     return Response(STYLESHEET, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+def script(_: Request) -> Response:
+    return Response(SCRIPT, media_type="text/javascript", headers={"Cache-Control": "max-age=300"})

@@ -11,7 +11,7 @@ from starlette.routing import Route
 from zkafka.console.cluster_data import cluster_state, state_from_zookeeper
 from zkafka.console.errors import EXPECTED_FAILURES, status_and_message
 from zkafka.console.render import page
-from zkafka.console.source import ClusterSource
+from zkafka.console.sessions import source_of
 from zkafka.doctor import Finding
 
 
@@ -24,7 +24,7 @@ def finding_summary(findings: list[Finding]) -> list[tuple[str, str, int]]:
 
 
 async def overview(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     view, findings, zk_note = await source.view_or_note()
     brokers_note = None
     try:
@@ -51,7 +51,7 @@ async def overview(request: Request) -> HTMLResponse:
 
 
 async def brokers(request: Request) -> HTMLResponse:
-    source: ClusterSource = request.app.state.source
+    source = source_of(request)
     view, _, zk_note = await source.view_or_note()
     state = await cluster_state(source, view)
     return page(request, "brokers.html", state=state, zk_note=zk_note)

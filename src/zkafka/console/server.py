@@ -1,4 +1,5 @@
-"""Serving the console with uvicorn on one address, until interrupted."""
+"""Serving the console with uvicorn on one address (HTTP, or HTTPS with a certificate), until
+interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from zkafka.console.settings import ConsoleSettings
 from zkafka.console.source import ZkBrowser
 
 
-def serve(settings: ConsoleSettings, host: str, port: int, zk: ZkBrowser | None = None) -> None:
+def serve(
+    settings: ConsoleSettings,
+    host: str,
+    port: int,
+    zk: ZkBrowser | None = None,
+    *,
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+) -> None:
+    """Serve until interrupted; over HTTPS when given a certificate (and its key), as a console that
+    takes passwords (`--login`) should be anywhere but loopback."""
     config = uvicorn.Config(
         build_app(settings, zk),
         host=host,
@@ -19,5 +30,7 @@ def serve(settings: ConsoleSettings, host: str, port: int, zk: ZkBrowser | None 
         lifespan="on",
         # the brokers' own event loop: uvloop is already a dependency
         loop="uvloop",
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
     )
     uvicorn.Server(config).run()

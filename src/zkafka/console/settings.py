@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zkafka.client.security import ClientSecurity
+
 
 @dataclass(frozen=True, slots=True)
 class ConsoleSettings:
@@ -17,3 +19,9 @@ class ConsoleSettings:
     """Per Kafka request: a page waits at most about this long for a dead broker."""
     max_records: int = 100
     """The most records one records page shows."""
+    security: ClientSecurity | None = None
+    """TLS/SASL of the console's own broker connections (`zkafka ui --command-config`): the
+    principal the brokers' authorizer judges every page and action by."""
+    login: bool = False
+    """`zkafka ui --login`: users sign in with their Kafka user (checked by the brokers over SASL,
+    `security` giving the mechanism and TLS) and act as themselves (`sessions.py`)."""

@@ -3,7 +3,7 @@
 The admin and group clients live on the server's event loop (they are created in the app's
 lifespan); ZooKeeper reads are blocking kazoo calls and run in a worker thread. Brokers are
 remembered once seen, so one that dies stays on the pages, marked dead, instead of vanishing
-from them.
+from them; the groups' lag samples (`lag_history`) are kept here too, for the lag charts.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from kazoo.protocol.states import ZnodeStat
 from zkafka.client.admin import AdminClient
 from zkafka.client.group_admin import GroupAdmin
 from zkafka.console.errors import ConsoleError
+from zkafka.console.lag_history import LagHistory
 from zkafka.console.settings import ConsoleSettings
 from zkafka.doctor import DoctorSettings, Finding, diagnose
 from zkafka.doctor.view import ClusterView
@@ -48,17 +49,24 @@ class ClusterSource:
         self.settings = settings
         self.zk = zk
         self.seen: dict[int, SeenBroker] = {}
+        self.lag_history = LagHistory()
         self._admin: AdminClient | None = None
         self._groups: GroupAdmin | None = None
 
     async def start(self) -> None:
         """Create the clients on the running loop (their futures belong to it)."""
-        timeout = self.settings.request_timeout_ms
+        settings = self.settings
         self._admin = AdminClient(
-            self.settings.bootstrap_servers, client_id="zkafka-ui", request_timeout_ms=timeout
+            settings.bootstrap_servers,
+            client_id="zkafka-ui",
+            request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
         self._groups = GroupAdmin(
-            self.settings.bootstrap_servers, client_id="zkafka-ui", request_timeout_ms=timeout
+            settings.bootstrap_servers,
+            client_id="zkafka-ui",
+            request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
 
     async def close(self) -> None:

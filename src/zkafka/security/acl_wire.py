@@ -4,8 +4,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from zkafka.security.acl_filters import PatternTypeFilter
-from zkafka.zk.acls import AclOperation, AclPermissionType, PatternType, ResourceType
+from zkafka.zk.acls import (
+    AclEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 
 RESOURCE_TYPES = {
     2: ResourceType.TOPIC,
@@ -46,3 +56,17 @@ PERMISSION_CODES = {v: k for k, v in PERMISSIONS.items()}
 PATTERN_CODES = {v: k for k, v in PATTERN_TYPES.items()}
 
 PATTERN_FILTER_CODES = {v: k for k, v in PATTERN_FILTERS.items()}
+
+
+def described_bindings(resources: Iterable[Any]) -> dict[ResourcePattern, frozenset[AclEntry]]:
+    """A DescribeAcls response's `resources` as the ACL store's bindings (shared by every client of
+    the API: `zkafka acls --bootstrap-server` and the admin client)."""
+    return {
+        ResourcePattern(
+            RESOURCE_TYPES[r.resource_type], r.resource_name, PATTERN_TYPES[r.pattern_type]
+        ): frozenset(
+            AclEntry(a.principal, PERMISSIONS[a.permission_type], OPERATIONS[a.operation], a.host)
+            for a in r.acls
+        )
+        for r in resources
+    }
