@@ -51,16 +51,33 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: write `<path>.tmp`, fsync, rename, fsync the dir."""
+def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data`: write `<path>.tmp`, fsync, rename, fsync the dir. Without
+    `sync` only the rename keeps readers from a half-written file; `fsync_file` later makes it
+    durable."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         write_all(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    """Make a file written by `write_atomically(sync=False)` durable: fsync it and its dir."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     fsync_dir(path.parent)
 
 
@@ -147,8 +164,12 @@ class LeaderEpochCheckpointFile:
     def read(self) -> list[tuple[int, int]]:
         return parse_checkpoint(_read_text(self.path), _parse_epoch_entry, name=str(self.path))
 
-    def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        write_atomically(self.path, format_checkpoint(f"{epoch} {start}" for epoch, start in entries))
+    def write(self, entries: Iterable[tuple[int, int]], *, sync: bool = True) -> None:
+        data = format_checkpoint(f"{epoch} {start}" for epoch, start in entries)
+        write_atomically(self.path, data, sync=sync)
+
+    def sync(self) -> None:
+        fsync_file(self.path)
 
 
 # ---- meta.properties ---------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """Leader epoch cache of one partition and its `leader-epoch-checkpoint` file (Kafka §7).
 
 Each entry says "leader epoch E started at offset S". Entries are strictly increasing in both
-epoch and start offset. Every change is written through to the checkpoint file synchronously
-(tmp + fsync + rename), as Kafka does: a follower's truncation decisions depend on it surviving a
-crash. Changes are rare (once per leader change), so this costs nothing on the produce path.
+epoch and start offset. Every change is written through to the checkpoint file at once (tmp +
+rename). Truncations and clears are fsynced right away: a follower's truncation decisions depend
+on them surviving a crash. A new epoch (`assign`, once per leader change) is fsynced by the log's
+next flush (`sync`), as Kafka does since KAFKA-15046: a LeaderAndIsr that makes a broker leader of
+thousands of partitions would otherwise wait for three fsyncs per partition, and an entry lost in
+a crash is rebuilt from the batches (each carries its leader epoch) by log recovery.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ class LeaderEpochCache:
 
     def __init__(self, path: Path | None, entries: list[tuple[int, int]] | None = None) -> None:
         self._file = LeaderEpochCheckpointFile(path) if path is not None else None
+        self._unsynced = False
+        """The file was written by `assign` and not fsynced since."""
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for epoch, start in entries or ():
@@ -50,9 +55,16 @@ class LeaderEpochCache:
             removed = True
         return removed
 
-    def _flush(self) -> None:
+    def _flush(self, sync: bool = True) -> None:
         if self._file is not None:
-            self._file.write(self.entries())
+            self._file.write(self.entries(), sync=sync)
+            self._unsynced = not sync
+
+    def sync(self) -> None:
+        """fsync the checkpoint if `assign` wrote it without (the log's flush calls this)."""
+        if self._unsynced and self._file is not None:
+            self._file.sync()
+            self._unsynced = False
 
     # ---- queries --------------------------------------------------------------------------------
 
@@ -109,7 +121,7 @@ class LeaderEpochCache:
         """
         if not self._assign(epoch, start_offset):
             return False
-        self._flush()
+        self._flush(sync=False)
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:

@@ -679,6 +679,7 @@ class Log:
                     break
                 self._segments[i].flush()
             self.recovery_point = up_to
+        self.epochs.sync()
         if self._dir_dirty:
             fsync_dir(self.dir_path)
             self._dir_dirty = False
