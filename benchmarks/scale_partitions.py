@@ -31,8 +31,10 @@ import argparse
 import contextlib
 import os
 import signal
+import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +86,40 @@ class Run:
 
     def add(self, *args: object, **kwargs: object) -> None:
         self.figures.append(Figure(*args, **kwargs))  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def profiled(args: argparse.Namespace, phase: str, pids: dict[str, int]) -> Iterator[None]:
+    """With `--py-spy`, sample `pids` (label -> pid) during the phase into
+    `<profile-dir>/<phase>-<label>.txt` (py-spy's raw collapsed stacks)."""
+    if not args.py_spy:
+        yield
+        return
+    out = Path(args.profile_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    procs = [
+        subprocess.Popen(
+            [
+                args.py_spy,
+                *("record", "-p", str(pid), "-r", "50", "-f", "raw", "--nonblocking"),
+                *("-o", str(out / f"{phase}-{label}.txt")),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for label, pid in pids.items()
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def wait_leaders(zk: KafkaZkClient, paths: list[str], timeout: float) -> float:
@@ -173,10 +209,13 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             paths = [state_path(t, p) for t in names for p in range(topic_size)]
 
             console.print(f"[{total:,}] creating {topics} topics x {topic_size:,} partitions, RF {rf}")
-            t0 = time.perf_counter()
-            create_topics(cluster.bootstrap_servers, names, topic_size, rf, args.create_batch)
-            answered = time.perf_counter() - t0
-            led = wait_leaders(zk, paths, args.timeout) + answered
+            controller = zk.get_controller_id()
+            assert controller is not None and controller > 0
+            with profiled(args, f"{total}-create", {f"b{b}": pid for b, pid in pids.items()}):
+                t0 = time.perf_counter()
+                create_topics(cluster.bootstrap_servers, names, topic_size, rf, args.create_batch)
+                answered = time.perf_counter() - t0
+                led = wait_leaders(zk, paths, args.timeout) + answered
             run.add("create: CreateTopics answered", answered, "s")
             run.add("create: every leader in ZooKeeper", led, "s")
             run.add("create rate", total / led, "partitions/s", CREATE_AIM)
@@ -233,12 +272,17 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 victim_paths = [p for p, s in states.items() if s["leader"] == victim]
                 held = [p for p, s in states.items() if victim in s["isr"]]
                 console.print(f"[{total:,}] SIGTERM broker {victim} (leads {len(victim_paths):,})")
-                signalled = time.time()
-                t0 = time.perf_counter()
-                cluster.signal_broker(victim, signal.SIGTERM)
-                exited = cluster.wait_broker_exit(victim, args.timeout)
-                to_exit = time.perf_counter() - t0
-                moved = wait_moved(zk, victim_paths, victim, args.timeout)
+                profile = {
+                    "controller": cluster.brokers[controller].pid,
+                    "victim": cluster.brokers[victim].pid,
+                }
+                with profiled(args, f"{total}-shutdown", profile):
+                    signalled = time.time()
+                    t0 = time.perf_counter()
+                    cluster.signal_broker(victim, signal.SIGTERM)
+                    exited = cluster.wait_broker_exit(victim, args.timeout)
+                    to_exit = time.perf_counter() - t0
+                    moved = wait_moved(zk, victim_paths, victim, args.timeout)
                 last = max(moved.values()) - signalled
                 run.add(f"controlled shutdown: signal to last of {len(moved):,} leaders moved", last, "s")
                 run.add(
@@ -296,6 +340,8 @@ def main() -> None:
     ap.add_argument("--idle-seconds", type=float, default=3.0)
     ap.add_argument("--work-dir", help="where the brokers' directories go (default: the temp dir)")
     ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
+    ap.add_argument("--py-spy", help="path of py-spy: profile the brokers during creation and shutdown")
+    ap.add_argument("--profile-dir", default="build/scale-profiles", help="where --py-spy writes")
     ap.add_argument("--timeout", type=float, default=600.0, help="give up a wait after")
     ap.add_argument(
         "--skip", type=lambda s: set(s.split(",")), default=set(), help="of failover,startup,shutdown,down"

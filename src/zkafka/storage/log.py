@@ -663,26 +663,29 @@ class Log:
 
     # ---- flush ----------------------------------------------------------------------------------
 
-    def flush(self, up_to: int | None = None) -> None:
+    def flush(self, up_to: int | None = None, *, fsync: bool = True) -> None:
         """fsync the segments holding [recovery point, up_to) (default: the log end) and move the
-        recovery point there."""
+        recovery point there. `fsync=False` only writes what is buffered and moves the recovery
+        point: for a caller that syncs the whole filesystem before it checkpoints the recovery
+        point (the manager's shutdown: one syncfs instead of an fsync per file of every log)."""
         with self._lock:
             self._check_open()
-            self._flush(self._leo if up_to is None else min(up_to, self._leo))
+            self._flush(self._leo if up_to is None else min(up_to, self._leo), fsync=fsync)
 
-    def _flush(self, up_to: int) -> None:
+    def _flush(self, up_to: int, *, fsync: bool = True) -> None:
         start = self.recovery_point
         if up_to > start:
             first = max(0, bisect_right(self._bases, start) - 1)
             for i in range(first, len(self._segments)):
                 if self._bases[i] >= up_to:
                     break
-                self._segments[i].flush()
+                self._segments[i].flush(fsync=fsync)
             self.recovery_point = up_to
-        self.epochs.sync()
-        if self._dir_dirty:
-            fsync_dir(self.dir_path)
-            self._dir_dirty = False
+        if fsync:
+            self.epochs.sync()
+            if self._dir_dirty:
+                fsync_dir(self.dir_path)
+                self._dir_dirty = False
         if self._roll_flush_offset <= up_to:
             self._roll_flush_offset = -1
         self.last_flush_ms = self._now_ms()

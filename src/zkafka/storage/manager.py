@@ -34,6 +34,7 @@ from zkafka.storage.checkpoint import (
     check_meta_properties,
     fsync_dir,
     read_meta_properties,
+    sync_filesystem,
     write_meta_properties,
 )
 from zkafka.storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, CleanResult, clean_log, cleanable_range
@@ -484,7 +485,11 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write all checkpoints and, for each dir where all of that
-        worked, the `.kafka_cleanshutdown` marker; release the dir locks."""
+        worked, the `.kafka_cleanshutdown` marker; release the dir locks.
+
+        The logs are written out without an fsync each and then made durable with one
+        filesystem sync per data dir, before any recovery point is checkpointed: a broker with
+        thousands of replicas would otherwise spend minutes in per-file fsyncs (~5 ms each here)."""
         with self._lock:
             if self._closed:
                 return
@@ -492,13 +497,22 @@ class LogManager:
             failed: set[Path] = set()
             for tp, lg in self._logs.items():
                 try:
-                    lg.flush()
+                    lg.flush(fsync=False)
                     lg.close()
                 except (OSError, StorageError) as e:
                     log.error("closing %s failed: %s", tp, e)
                     failed.add(self._dir_of[tp])
                     lg.close_without_flush()
+            unsynced: set[Path] = set()
             for d in self.log_dirs:
+                try:
+                    sync_filesystem(d)
+                except OSError as e:
+                    log.error("syncing %s failed: %s", d, e)
+                    unsynced.add(d)
+            for d in self.log_dirs:
+                if d in unsynced:
+                    continue  # its recovery points were not made durable: keep the old checkpoints
                 try:
                     self._checkpoint_dir(d)
                     if d not in failed:
