@@ -32,7 +32,11 @@ lint: setup
 fmt: setup
 	$(VENV)/bin/ruff format src tests benchmarks
 
+# Lists the benchmarks (first line of each docstring; run one with `$(PY) benchmarks/<name>.py
+# --help`), then runs the quick storage one. Figures and commands: docs/performance.md.
 perf: setup
+	@echo "benchmarks/ (PYTHONPATH=src $(PY) benchmarks/<name>.py --help):"
+	@for f in benchmarks/[!_]*.py; do printf '  %-36s %s\n' "$$f" "$$(sed -n '1s/^"""//p' $$f)"; done
 	$(PY) -m zkafka.cli.main perf storage
 
 # The wire-protocol fuzzer against a real broker process (docs/reliability.md). Exit status 1 on

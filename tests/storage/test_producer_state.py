@@ -77,6 +77,19 @@ def test_snapshot_round_trip_and_corruption(tmp_path) -> None:
     assert not path.exists()
 
 
+def test_snapshot_only_past_the_last_one(tmp_path) -> None:
+    """An idle broker's shutdown snapshots thousands of logs: an empty one, or one already
+    snapshotted at its end, costs no file (and no fsync)."""
+    psm = ProducerStateManager(tmp_path)
+    assert psm.take_snapshot() is None and list(tmp_path.iterdir()) == []
+    psm.update(header(0, 5, pid=1, seq=0))
+    first = psm.take_snapshot(fsync=False)
+    assert first is not None and first.exists()
+    assert psm.take_snapshot() is None
+    psm.update(header(5, 1, pid=1, seq=5))
+    assert psm.take_snapshot() == psm.snapshot_path(6)
+
+
 def test_truncate_forgets_later_batches() -> None:
     psm = ProducerStateManager()
     psm.update(header(0, 5, seq=0))

@@ -187,6 +187,23 @@ class ReplicaManager:
             self.partitions[tp] = p
         return p
 
+    def create_logs(self, partitions: Iterable[TopicPartition]) -> None:
+        """Create the logs of `partitions` that have none yet, then fsync their data dirs once.
+        Blocking file work, meant for a worker thread before a LeaderAndIsr that brings new
+        partitions is applied on the loop: thousands of new logs would otherwise stall every
+        other request (and a controller on this broker) for seconds. Touches only the log
+        manager, which is locked; a log that cannot be created is left for
+        `become_leader_or_follower` to report."""
+        lm = self.log_manager
+        for tp in partitions:
+            if lm.get_log(tp.topic, tp.partition) is not None:
+                continue
+            try:
+                lm.get_or_create_log(tp.topic, tp.partition, lm.config_for(tp.topic), sync_dir=False)
+            except (OSError, ValueError):
+                continue
+        lm.sync_created_dirs()
+
     # -- controller requests --------------------------------------------------------------------
     def become_leader_or_follower(
         self, controller_epoch: int, changes: Iterable[PartitionStateChange]
@@ -296,4 +313,6 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.delayed.cancel_all()
         for p in self.partitions.values():
-            p.take_producer_snapshot()
+            # No fsync each: the log manager's shutdown, which follows, syncs the filesystem once
+            # before it writes the clean-shutdown marker.
+            p.take_producer_snapshot(fsync=False)

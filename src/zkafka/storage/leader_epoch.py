@@ -2,11 +2,13 @@
 
 Each entry says "leader epoch E started at offset S". Entries are strictly increasing in both
 epoch and start offset. Every change is written through to the checkpoint file at once (tmp +
-rename). Truncations and clears are fsynced right away: a follower's truncation decisions depend
-on them surviving a crash. A new epoch (`assign`, once per leader change) is fsynced by the log's
-next flush (`sync`), as Kafka does since KAFKA-15046: a LeaderAndIsr that makes a broker leader of
-thousands of partitions would otherwise wait for three fsyncs per partition, and an entry lost in
-a crash is rebuilt from the batches (each carries its leader epoch) by log recovery.
+rename). Removing old entries (`truncate_from_start`, `clear`) is fsynced right away. A new epoch
+(`assign`, once per leader change) and a truncation to the log end (`truncate_from_end`, at log
+recovery and follower truncation) are fsynced by the log's next flush (`sync`), as Kafka does since
+KAFKA-15046: a LeaderAndIsr that makes a broker leader of thousands of partitions, or a start-up
+recovering thousands of logs, would otherwise wait for two or three fsyncs per partition. What a
+machine crash loses of them is made again: an epoch entry from the batches (each carries its
+leader epoch) by log recovery, a truncation by the next recovery or follower truncation.
 """
 
 from __future__ import annotations
@@ -127,7 +129,10 @@ class LeaderEpochCache:
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after `end_offset` (log truncation)."""
         if end_offset >= 0 and self._remove_tail(lambda e, s: s >= end_offset):
-            self._flush()
+            # fsynced by the log's next flush too: this runs for every log recovered after a crash
+            # (thousands at start-up), and a truncation lost in a machine crash is made again by
+            # the next recovery (to the log end) or the next follower truncation.
+            self._flush(sync=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries starting at or before `start_offset`, then re-add the last dropped epoch
