@@ -238,11 +238,13 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 victim_paths = [p for p, s in states.items() if s["leader"] == controller]
                 held = [p for p, s in states.items() if controller in s["isr"]]
                 console.print(f"[{total:,}] SIGKILL controller {controller} (leads {len(victim_paths):,})")
-                cluster.signal_broker(controller, signal.SIGKILL)
-                cluster.wait_broker_exit(controller, 10)
-                moved = wait_moved(
-                    zk, victim_paths, controller, args.timeout + args.session_timeout_ms / 1000
-                )
+                survivors = {f"b{b}": cluster.brokers[b].pid for b in cluster.brokers if b != controller}
+                with profiled(args, f"{total}-failover", survivors):
+                    cluster.signal_broker(controller, signal.SIGKILL)
+                    cluster.wait_broker_exit(controller, 10)
+                    moved = wait_moved(
+                        zk, victim_paths, controller, args.timeout + args.session_timeout_ms / 1000
+                    )
                 found = zk.get_data("/controller")
                 assert found is not None
                 won = found[1].ctime / 1000
