@@ -137,6 +137,22 @@ def wait_leaders(zk: KafkaZkClient, paths: list[str], timeout: float) -> float:
     return time.perf_counter() - t0
 
 
+def wait_full_isr(zk: KafkaZkClient, paths: list[str], rf: int, timeout: float) -> float:
+    """Seconds until every path's ISR has `rf` members (a healthy cluster before anything is
+    killed: a partition whose only in-sync replica dies stays offline, as in Kafka)."""
+    t0 = time.perf_counter()
+    pending = list(paths)
+    while pending:
+        states = read_states(zk, pending)
+        pending = [p for p in pending if p not in states or len(states[p]["isr"]) < rf]
+        if not pending:
+            break
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError(f"{len(pending):,} partitions with an incomplete ISR after {timeout:.0f} s")
+        time.sleep(0.5)
+    return time.perf_counter() - t0
+
+
 def wait_moved(zk: KafkaZkClient, paths: list[str], away_from: int, timeout: float) -> dict[str, float]:
     """path -> mtime of the write that moved its leader away from `away_from` (polled)."""
     pending = set(paths)
@@ -220,6 +236,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             run.add("create: every leader in ZooKeeper", led, "s")
             run.add("create rate", total / led, "partitions/s", CREATE_AIM)
 
+            full = wait_full_isr(zk, paths, rf, args.timeout)
+            run.add("create: then every ISR complete", full, "s")
             time.sleep(args.idle_seconds)  # let the followers' first fetches settle
             states = read_states(zk, paths)
             replicas_on = {b: sum(1 for s in states.values() if b in s["isr"]) for b in pids}
@@ -233,6 +251,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             run.add("idle: open descriptors, max of brokers", max(open_fds(p) for p in pids.values()), "")
 
             if "failover" not in args.skip:
+                wait_full_isr(zk, paths, rf, args.timeout)
+                states = read_states(zk, paths)
                 controller = zk.get_controller_id()
                 assert controller is not None and controller > 0
                 victim_paths = [p for p, s in states.items() if s["leader"] == controller]
@@ -265,6 +285,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     )
 
             if "shutdown" not in args.skip:
+                wait_full_isr(zk, paths, rf, args.timeout)
                 states = read_states(zk, paths)
                 controller = zk.get_controller_id()
                 counts = {b: 0 for b in cluster.brokers if cluster.broker_alive(b)}
