@@ -11,9 +11,19 @@ from zkafka.storage.producer_state import (
 
 def header(base_offset: int, count: int, pid: int = 7, epoch: int = 0, seq: int = 0) -> BatchHeader:
     return BatchHeader(
-        base_offset=base_offset, batch_length=49, partition_leader_epoch=0, magic=2, crc=0, attributes=0,
-        last_offset_delta=count - 1, base_timestamp=1000, max_timestamp=1000 + base_offset,
-        producer_id=pid, producer_epoch=epoch, base_sequence=seq, records_count=count,
+        base_offset=base_offset,
+        batch_length=49,
+        partition_leader_epoch=0,
+        magic=2,
+        crc=0,
+        attributes=0,
+        last_offset_delta=count - 1,
+        base_timestamp=1000,
+        max_timestamp=1000 + base_offset,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        records_count=count,
     )
 
 
