@@ -37,7 +37,11 @@ console-screenshot: setup
 	ZKAFKA_CONSOLE_SCREENSHOT=$(CURDIR)/docs/images/console.png $(PY) -m pytest -q \
 		tests/cluster/test_cluster_console.py -k lag_chart
 
+# Lists the benchmarks (first line of each docstring; run one with `$(PY) benchmarks/<name>.py
+# --help`), then runs the quick storage one. Figures and commands: docs/performance.md.
 perf: setup
+	@echo "benchmarks/ (PYTHONPATH=src $(PY) benchmarks/<name>.py --help):"
+	@for f in benchmarks/[!_]*.py; do printf '  %-36s %s\n' "$$f" "$$(sed -n '1s/^"""//p' $$f)"; done
 	$(PY) -m zkafka.cli.main perf storage
 
 # The wire-protocol fuzzer against a real broker process (docs/reliability.md). Exit status 1 on

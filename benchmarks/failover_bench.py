@@ -22,15 +22,22 @@ here is asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import resource
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
+from _cluster import (
+    cpu_seconds,
+    create_topics,
+    open_fds,
+    raise_nofile_limit,
+    read_states,
+    rss_mib,
+    state_path,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -38,43 +45,12 @@ from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
 from zkafka.zk.client import KafkaZkClient
 
-CLK = os.sysconf("SC_CLK_TCK")
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
-
-def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def open_fds(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return -1
-
-
-def state_path(topic: str, partition: int) -> str:
-    return f"/brokers/topics/{topic}/partitions/{partition}/state"
-
-
-def read_states(zk: KafkaZkClient, paths: list[str], chunk: int = 500) -> dict[str, tuple[int, float]]:
+def leaders(zk: KafkaZkClient, paths: list[str]) -> dict[str, tuple[int, float]]:
     """path -> (leader, mtime in s since the epoch); absent znodes are left out."""
-    out: dict[str, tuple[int, float]] = {}
-    for i in range(0, len(paths), chunk):
-        for path, found in zk.get_data_many(paths[i : i + chunk]).items():
-            if found is not None:
-                out[path] = (int(json.loads(found[0])["leader"]), found[1].mtime / 1000)
-    return out
+    return {p: (s["leader"], s["mtime"]) for p, s in read_states(zk, paths).items()}
 
 
 def log_time(line: str) -> float | None:
@@ -104,20 +80,6 @@ def new_controller_elected(log_path: Path, after: float) -> float | None:
     return None
 
 
-def create_topics(bootstrap: str, names: list[str], partitions: int, rf: int, batch: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
-    for i in range(0, len(names), batch):
-        futures = admin.create_topics(
-            [NewTopic(n, partitions, rf) for n in names[i : i + batch]],
-            operation_timeout=300,
-            request_timeout=300,
-        )
-        for f in futures.values():
-            f.result(600)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=10_000, help="partitions in the cluster (total)")
@@ -140,10 +102,7 @@ def main() -> None:
     per_topic = max(1, args.partitions // args.topics)
     total = per_topic * args.topics
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    soft, nofile = raise_nofile_limit()
     console.print(
         f"setup: {args.brokers} brokers, {args.topics} topics x {per_topic} partitions = {total:,} "
         f"partitions, replication factor {args.replication_factor}, "
@@ -174,7 +133,7 @@ def main() -> None:
             t_answered = time.perf_counter() - t0
             console.print(f"CreateTopics answered after {t_answered:.1f} s; waiting for leaders")
             while True:
-                states = read_states(zk, all_paths)
+                states = leaders(zk, all_paths)
                 led = sum(1 for leader, _ in states.values() if leader >= 0)
                 if led == total:
                     break
@@ -200,7 +159,7 @@ def main() -> None:
             rows.append(("brokers RSS MiB", ", ".join(f"{rss_mib(pid):.0f}" for pid in pids.values())))
             rows.append(("brokers open fds", ", ".join(str(open_fds(pid)) for pid in pids.values())))
 
-            states = read_states(zk, all_paths)
+            states = leaders(zk, all_paths)
             counts = {b: 0 for b in cluster.brokers}
             for leader, _ in states.values():
                 counts[leader] = counts.get(leader, 0) + 1
@@ -235,7 +194,7 @@ def main() -> None:
             polls = 0
             while pending:
                 polls += 1
-                for path, (leader, mtime) in read_states(zk, sorted(pending)).items():
+                for path, (leader, mtime) in leaders(zk, sorted(pending)).items():
                     if leader != victim:
                         pending.discard(path)
                         changed[path] = mtime

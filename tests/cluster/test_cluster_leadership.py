@@ -158,3 +158,25 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_exits(rebalancin
     check_exactly_once(producer.acked, read_partitions(cluster.bootstrap, topic, list(SPREAD)))
     cluster.start(leaving)
     wait_for(lambda: _preferred(_leaders(cluster, topic)), 40, "the preferred leaders to come back")
+
+
+def test_controlled_shutdown_stops_retrying_when_no_in_sync_replica_can_take_over(
+    rebalancing: Cluster,
+) -> None:
+    """The last in-sync replica of a partition asks for a controlled shutdown (the second broker of
+    `cluster down`): the controller cannot move that leadership, so the broker stops at once instead
+    of retrying `controlled.shutdown.max.retries` times."""
+    cluster = rebalancing
+    topic = topic_name("nowhere")
+    controller = cluster.controller()
+    follower, leader = [b for b in (1, 2, 3) if b != controller]
+    create_topic(cluster, topic, {0: [leader, follower]})
+    cluster.wait_isr(topic, 0, {leader, follower})
+    wait_for(lambda: cluster.leader(topic, 0) == leader, 20, "the preferred leader")
+    cluster.stop(follower)  # leaves the ISR through its own controlled shutdown
+    cluster.wait_isr(topic, 0, {leader})
+    seen = len(cluster.server_log(leader))
+    cluster.stop(leader)
+    log = cluster.server_log(leader)[seen:]
+    assert "no other live in-sync replica can take over the 1 partition(s)" in log
+    assert "controlled shutdown attempt" not in log and "did not complete" not in log

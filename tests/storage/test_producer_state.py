@@ -11,9 +11,19 @@ from zkafka.storage.producer_state import (
 
 def header(base_offset: int, count: int, pid: int = 7, epoch: int = 0, seq: int = 0) -> BatchHeader:
     return BatchHeader(
-        base_offset=base_offset, batch_length=49, partition_leader_epoch=0, magic=2, crc=0, attributes=0,
-        last_offset_delta=count - 1, base_timestamp=1000, max_timestamp=1000 + base_offset,
-        producer_id=pid, producer_epoch=epoch, base_sequence=seq, records_count=count,
+        base_offset=base_offset,
+        batch_length=49,
+        partition_leader_epoch=0,
+        magic=2,
+        crc=0,
+        attributes=0,
+        last_offset_delta=count - 1,
+        base_timestamp=1000,
+        max_timestamp=1000 + base_offset,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        records_count=count,
     )
 
 
@@ -75,6 +85,19 @@ def test_snapshot_round_trip_and_corruption(tmp_path) -> None:
     third = ProducerStateManager(tmp_path)
     assert third.load_latest_snapshot(100) is None
     assert not path.exists()
+
+
+def test_snapshot_only_past_the_last_one(tmp_path) -> None:
+    """An idle broker's shutdown snapshots thousands of logs: an empty one, or one already
+    snapshotted at its end, costs no file (and no fsync)."""
+    psm = ProducerStateManager(tmp_path)
+    assert psm.take_snapshot() is None and list(tmp_path.iterdir()) == []
+    psm.update(header(0, 5, pid=1, seq=0))
+    first = psm.take_snapshot(fsync=False)
+    assert first is not None and first.exists()
+    assert psm.take_snapshot() is None
+    psm.update(header(5, 1, pid=1, seq=5))
+    assert psm.take_snapshot() == psm.snapshot_path(6)
 
 
 def test_truncate_forgets_later_batches() -> None:

@@ -49,6 +49,7 @@ from zkafka.zk.model import (
     TopicPartition,
 )
 from zkafka.zk.ops import CreateOp, DeleteOp, SetDataOp
+from zkafka.zk.store import MULTI_OP_OVERHEAD, multi_chunks
 from zkafka.zk.znodes import (
     CONFIG_CHANGES,
     ISR_CHANGES,
@@ -384,6 +385,66 @@ def test_partition_state_updates_are_fenced(zk: KafkaZkClient, new_client: Clien
         )
     assert zk.get_partition_state(tp).leader_and_isr.leader_epoch == 0  # type: ignore[union-attr]
     assert zk.get_partition_state(TopicPartition("t", 1)) is None
+
+
+def test_thousands_of_partition_states_batched_each_write_still_conditional(
+    zk: KafkaZkClient, new_client: ClientFactory
+) -> None:
+    """A 3,000-partition topic: the state znodes are written many to a multi, yet one stale
+    zkVersion (or one existing znode) fails only its own partition, and a stale controller epoch
+    writes nothing at all."""
+    epoch, epoch_zk_version = _controller(zk)
+    n = 3000
+    zk.create_topic_assignment("big", {p: [1, 2] for p in range(n)})
+    tps = [TopicPartition("big", p) for p in range(n)]
+    initial = {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1, 2]), epoch) for tp in tps}
+    first = zk.create_topic_partition_states(dict(list(initial.items())[:10]), epoch_zk_version)
+    assert len(first.created) == 10
+    created = zk.create_topic_partition_states(initial, epoch_zk_version)
+    assert set(created.created) == set(tps[10:])
+    assert set(created.failed) == set(tps[:10])
+    assert all(isinstance(e, NodeExistsError) for e in created.failed.values())
+    assert zk.get_partitions_for_topic("big") == list(range(n))
+
+    stale = tps[1234]
+    updates = {tp: initial[tp].leader_and_isr.new_leader_and_isr(2, [2]) for tp in tps}
+    updates[stale] = updates[stale].with_zk_version(7)
+    result = zk.update_leader_and_isr(updates, epoch, epoch_zk_version)
+    assert result.bad_version == [stale] and result.failed == {}
+    assert set(result.successful) == set(tps) - {stale} and set(result.successful.values()) == {1}
+    states = zk.get_partition_states(tps)
+    assert states[stale].leader_and_isr.leader == 1
+    assert all(states[tp].leader_and_isr.leader == 2 for tp in tps if tp != stale)
+
+    zombie = new_client()
+    with pytest.raises(ControllerMovedError):
+        zombie.update_leader_and_isr(
+            {tp: LeaderAndIsr(1, 2, (1,), zk_version=1) for tp in tps}, epoch, epoch_zk_version - 1
+        )
+    assert zk.get_partition_states(tps) == states
+
+
+def test_batched_writes_beyond_jute_maxbuffer_are_cut_into_several_multis(zk: KafkaZkClient) -> None:
+    """6 MB of writes in one call: a single multi would exceed the server's `jute.maxbuffer` (4 MB
+    on the local server, 1 MB by default) and be refused; the batches stay under it."""
+    _, epoch_zk_version = _controller(zk)
+    zk.ensure_path("/wide")
+    payload = b"x" * 100_000
+    items = [(i, CreateOp(f"/wide/n{i}", payload)) for i in range(60)]
+    results = zk._batched_fenced(epoch_zk_version, items)
+    assert results == {i: f"/wide/n{i}" for i in range(60)}
+    assert len(zk.get_children("/wide") or []) == 60
+
+
+def test_multi_chunks_respect_bytes_and_operations() -> None:
+    items = [(i, SetDataOp(f"/p/{i:02d}", b"d" * 100)) for i in range(25)]
+    size = MULTI_OP_OVERHEAD + len("/p/10") + 100
+    chunks = multi_chunks(items, max_bytes=size * 4, max_ops=3)
+    assert [len(c) for c in chunks] == [3] * 8 + [1]
+    assert [k for c in chunks for k, _ in c] == list(range(25))
+    assert [len(c) for c in multi_chunks(items, max_bytes=size * 4 - 1, max_ops=100)][:2] == [3, 3]
+    huge = [(0, SetDataOp("/h", b"h" * 1000))]
+    assert multi_chunks(huge, max_bytes=10, max_ops=10) == [huge]
 
 
 def test_leader_conditional_isr_update(zk: KafkaZkClient) -> None:

@@ -64,6 +64,7 @@ from zkafka.server.txn_coordinator_service import TxnCoordinatorService
 from zkafka.server.zookeeper import BrokerZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.zk.client import KafkaZkClient
+from zkafka.zk.watch_bridge import ZkExecutor
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class Broker:
         self.group_coordinator: CoordinatorService | None = None
         self.txn_coordinator: TxnCoordinatorService | None = None
         self.controller: Controller | None = None
+        self._controller_zk: ZkExecutor | None = None
         self.services: BrokerServices | None = None
         self.inter_broker_security: ClientSecurity | None = None
         self.metrics_endpoint: MetricsEndpoint | None = None
@@ -144,10 +146,15 @@ class Broker:
         # controller-only APIs answer NOT_CONTROLLER. On a new ZooKeeper session it re-registers
         # this broker before campaigning (Kafka's order), so a controller never runs without its
         # own broker registered.
+        # The controller's ZooKeeper calls get a thread of their own on the same session (Kafka's
+        # controller has its own event thread too): queued behind the broker's ISR writes, one
+        # round trip each and thousands after a leadership move, they waited for seconds.
+        self._controller_zk = ZkExecutor(f"zk-controller-{broker_id}")
+        self._controller_zk.observe_ms = zk.executor.observe_ms  # same ZooKeeper latency metric
         self.controller = controller = Controller(
             broker_id,
             zk.client,
-            zk.executor,
+            self._controller_zk,
             zk.watcher,
             cfg,
             on_new_session=identity.reregister,
@@ -272,6 +279,8 @@ class Broker:
                 await self.controller.stop()
             except Exception:
                 log.exception("controller stop failed")
+        if self._controller_zk is not None:
+            self._controller_zk.shutdown(wait=False)
         if self.txn_coordinator is not None:
             await self.txn_coordinator.stop()
         if self.group_coordinator is not None:

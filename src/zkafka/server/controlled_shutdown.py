@@ -46,12 +46,18 @@ class ControlledShutdown:
         cfg = self._config
         for attempt in range(cfg.controlled_shutdown_max_retries):
             try:
-                if await self._once():
+                remaining = await self._once()
+                if not remaining:
                     log.info("controlled shutdown succeeded")
                     return True
-                if not await self._other_brokers_registered():
-                    # The last broker standing: retrying cannot find its partitions a new home.
-                    log.info("controlled shutdown: no other live broker can take over; stopping")
+                if not await self._any_can_move(remaining):
+                    # e.g. the last brokers of `cluster down`: retrying cannot find those partitions
+                    # a new home, and each retry would cost controlled.shutdown.retry.backoff.ms.
+                    log.info(
+                        "controlled shutdown: no other live in-sync replica can take over the %d "
+                        "partition(s) still led here; stopping",
+                        len(remaining),
+                    )
                     return False
             except Exception as e:
                 log.info("controlled shutdown attempt %d failed: %s", attempt + 1, e)
@@ -59,10 +65,17 @@ class ControlledShutdown:
         log.warning("controlled shutdown did not complete; stopping anyway")
         return False
 
-    async def _other_brokers_registered(self) -> bool:
-        return bool(set(await self._zk.run(KafkaZkClient.get_all_broker_ids)) - {self._identity.broker_id})
+    async def _any_can_move(self, remaining: Collection[TopicPartition]) -> bool:
+        """Whether a retry could move any of `remaining`: some partition has another in-sync
+        replica on a registered broker (the controller elects only from the ISR)."""
+        others = set(await self._zk.run(KafkaZkClient.get_all_broker_ids)) - {self._identity.broker_id}
+        if not others:
+            return False
+        states = await self._zk.run(KafkaZkClient.get_partition_states, list(remaining))
+        return any(others & set(s.leader_and_isr.isr) for s in states.values())
 
-    async def _once(self) -> bool:
+    async def _once(self) -> Collection[TopicPartition]:
+        """One ControlledShutdown: the replicated partitions still led here (raises on errors)."""
         broker_id, epoch = self._identity.broker_id, self._identity.broker_epoch
         controller_id = await self._zk.run(KafkaZkClient.get_controller_id)
         if controller_id is None:
@@ -77,7 +90,7 @@ class ControlledShutdown:
             raise ConnectionError(f"controller {controller_id} answered error {error}")
         if remaining:
             log.info("controller %d: %d partitions still led here", controller_id, len(remaining))
-        return not remaining
+        return remaining
 
     async def _ask(self, controller_id: int) -> tuple[int, list[TopicPartition]]:
         """ControlledShutdown sent to another broker's controller: (error, partitions still led)."""

@@ -124,7 +124,8 @@ class IsrManager:
             if partition.state is not state:  # a LeaderAndIsr arrived meanwhile: it wins
                 return
             partition.state = replace(state, isr=new_isr, zk_version=version)
-            log.info("%s: ISR %s -> %s (%s)", partition.tp, list(state.isr), list(new_isr), why)
+            # Per partition at DEBUG; INFO gets one line per announcement (`maybe_publish`).
+            log.debug("%s: ISR %s -> %s (%s)", partition.tp, list(state.isr), list(new_isr), why)
             if self._changes is not None:
                 shrinks, expands = self._changes
                 (shrinks if len(new_isr) < len(state.isr) else expands).inc()
@@ -153,6 +154,8 @@ class IsrManager:
             self.pending.update(batch)
             raise
         self.last_publish_ms = now
+        shown = ", ".join(str(tp) for tp in batch[:3]) + (" ..." if len(batch) > 3 else "")
+        log.info("ISR changed for %d partition(s) (%s); announced to the controller", len(batch), shown)
 
     async def run(self) -> None:
         """Shrink checks every half lag time, publication checks every 2.5 s (as Kafka)."""

@@ -267,9 +267,9 @@ class Partition:
             )
         psm.on_high_watermark(self.high_watermark)
 
-    def take_producer_snapshot(self) -> None:
+    def take_producer_snapshot(self, *, fsync: bool = True) -> None:
         try:
-            self.producer_state.take_snapshot()
+            self.producer_state.take_snapshot(fsync=fsync)
             self.producer_state.delete_snapshots(at_or_below=self.log.log_start_offset - 1)
         except OSError as e:  # a snapshot is an optimisation: never fail shutdown for it
             log.warning("%s: producer snapshot failed: %s", self.tp, e)

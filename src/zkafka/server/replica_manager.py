@@ -61,6 +61,14 @@ class FollowerHooks:
         pass
 
 
+def _sample(partitions: list[TopicPartition], shown: int = 3) -> str:
+    """` (a-0, a-1, a-2 ...)`: a few names for the summary line ('' for none)."""
+    if not partitions:
+        return ""
+    more = " ..." if len(partitions) > shown else ""
+    return " (" + ", ".join(str(tp) for tp in partitions[:shown]) + more + ")"
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -173,8 +181,9 @@ class ReplicaManager:
     def _get_or_create(self, tp: TopicPartition) -> Partition:
         p = self.partitions.get(tp)
         if p is None:
+            # The data dir is fsynced once per LeaderAndIsr (become_leader_or_follower), not per log.
             lg = self.log_manager.get_or_create_log(
-                tp.topic, tp.partition, self.log_manager.config_for(tp.topic)
+                tp.topic, tp.partition, self.log_manager.config_for(tp.topic), sync_dir=False
             )
             p = Partition(
                 tp,
@@ -186,6 +195,23 @@ class ReplicaManager:
             self.partitions[tp] = p
         return p
 
+    def create_logs(self, partitions: Iterable[TopicPartition]) -> None:
+        """Create the logs of `partitions` that have none yet, then fsync their data dirs once.
+        Blocking file work, meant for a worker thread before a LeaderAndIsr that brings new
+        partitions is applied on the loop: thousands of new logs would otherwise stall every
+        other request (and a controller on this broker) for seconds. Touches only the log
+        manager, which is locked; a log that cannot be created is left for
+        `become_leader_or_follower` to report."""
+        lm = self.log_manager
+        for tp in partitions:
+            if lm.get_log(tp.topic, tp.partition) is not None:
+                continue
+            try:
+                lm.get_or_create_log(tp.topic, tp.partition, lm.config_for(tp.topic), sync_dir=False)
+            except (OSError, ValueError):
+                continue
+        lm.sync_created_dirs()
+
     # -- controller requests --------------------------------------------------------------------
     def become_leader_or_follower(
         self, controller_epoch: int, changes: Iterable[PartitionStateChange]
@@ -195,6 +221,8 @@ class ReplicaManager:
         now = self.now_ms()
         new_followers: dict[TopicPartition, int] = {}
         stopped: list[TopicPartition] = []
+        led: list[TopicPartition] = []
+        followed: list[TopicPartition] = []
         for change in changes:
             tp, state = change.tp, change.state
             if self.broker_id not in state.replicas:
@@ -223,16 +251,29 @@ class ReplicaManager:
             if state.leader == self.broker_id:
                 p.make_leader(state, now)
                 stopped.append(tp)
-                log.info("%s: leader at epoch %d, ISR %s", tp, state.leader_epoch, list(state.isr))
+                led.append(tp)
+                log.debug("%s: leader at epoch %d, ISR %s", tp, state.leader_epoch, list(state.isr))
             else:
                 p.make_follower(state)
                 if state.leader >= 0:
                     new_followers[tp] = state.leader
                 else:
                     stopped.append(tp)
-                log.info("%s: follower of %d at epoch %d", tp, state.leader, state.leader_epoch)
+                followed.append(tp)
+                log.debug("%s: follower of %d at epoch %d", tp, state.leader, state.leader_epoch)
             errors[tp] = ErrorCode.NONE
             self.delayed.notify(tp)
+        self.log_manager.sync_created_dirs()
+        if led or followed:
+            # One line per request, not per partition: a LeaderAndIsr can carry 100,000 of them.
+            log.info(
+                "LeaderAndIsr (controller epoch %d): leader of %d partition(s)%s, follower of %d%s",
+                controller_epoch,
+                len(led),
+                _sample(led),
+                len(followed),
+                _sample(followed),
+            )
         if stopped:
             self.followers.remove_followers(stopped)
         if new_followers:
@@ -280,4 +321,6 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.delayed.cancel_all()
         for p in self.partitions.values():
-            p.take_producer_snapshot()
+            # No fsync each: the log manager's shutdown, which follows, syncs the filesystem once
+            # before it writes the clean-shutdown marker.
+            p.take_producer_snapshot(fsync=False)

@@ -15,6 +15,7 @@ into a warning plus a safe fallback.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -51,16 +52,50 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: write `<path>.tmp`, fsync, rename, fsync the dir."""
+def sync_filesystem(path: Path) -> None:
+    """Make everything written to the filesystem holding `path` durable: Linux's syncfs(2), one
+    call however many files changed; os.sync() where syncfs is missing or fails."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syncfs = libc.syncfs
+    except (OSError, AttributeError):
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data`: write `<path>.tmp`, fsync, rename, fsync the dir. Without
+    `sync` only the rename keeps readers from a half-written file; `fsync_file` later makes it
+    durable."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         write_all(fd, data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    """Make a file written by `write_atomically(sync=False)` durable: fsync it and its dir."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     fsync_dir(path.parent)
 
 
@@ -147,8 +182,12 @@ class LeaderEpochCheckpointFile:
     def read(self) -> list[tuple[int, int]]:
         return parse_checkpoint(_read_text(self.path), _parse_epoch_entry, name=str(self.path))
 
-    def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        write_atomically(self.path, format_checkpoint(f"{epoch} {start}" for epoch, start in entries))
+    def write(self, entries: Iterable[tuple[int, int]], *, sync: bool = True) -> None:
+        data = format_checkpoint(f"{epoch} {start}" for epoch, start in entries)
+        write_atomically(self.path, data, sync=sync)
+
+    def sync(self) -> None:
+        fsync_file(self.path)
 
 
 # ---- meta.properties ---------------------------------------------------------------------------

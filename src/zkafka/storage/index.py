@@ -214,10 +214,11 @@ class SparseIndex:
         self._on_disk += len(self._pending) // self.entry_struct.size
         self._pending.clear()
 
-    def flush(self) -> None:
-        """Write the pending entries and fsync (only when something was written since the last)."""
+    def flush(self, *, fsync: bool = True) -> None:
+        """Write the pending entries and fsync (only when something was written since the last;
+        without `fsync` the caller syncs the whole filesystem)."""
         self.write_pending()
-        if self._unsynced:
+        if fsync and self._unsynced:
             fd = os.open(self.path, os.O_RDONLY)
             try:
                 os.fsync(fd)

@@ -1,9 +1,14 @@
 """Leader epoch cache of one partition and its `leader-epoch-checkpoint` file (Kafka §7).
 
 Each entry says "leader epoch E started at offset S". Entries are strictly increasing in both
-epoch and start offset. Every change is written through to the checkpoint file synchronously
-(tmp + fsync + rename), as Kafka does: a follower's truncation decisions depend on it surviving a
-crash. Changes are rare (once per leader change), so this costs nothing on the produce path.
+epoch and start offset. Every change is written through to the checkpoint file at once (tmp +
+rename). Removing old entries (`truncate_from_start`, `clear`) is fsynced right away. A new epoch
+(`assign`, once per leader change) and a truncation to the log end (`truncate_from_end`, at log
+recovery and follower truncation) are fsynced by the log's next flush (`sync`), as Kafka does since
+KAFKA-15046: a LeaderAndIsr that makes a broker leader of thousands of partitions, or a start-up
+recovering thousands of logs, would otherwise wait for two or three fsyncs per partition. What a
+machine crash loses of them is made again: an epoch entry from the batches (each carries its
+leader epoch) by log recovery, a truncation by the next recovery or follower truncation.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ class LeaderEpochCache:
 
     def __init__(self, path: Path | None, entries: list[tuple[int, int]] | None = None) -> None:
         self._file = LeaderEpochCheckpointFile(path) if path is not None else None
+        self._unsynced = False
+        """The file was written by `assign` and not fsynced since."""
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for epoch, start in entries or ():
@@ -50,9 +57,16 @@ class LeaderEpochCache:
             removed = True
         return removed
 
-    def _flush(self) -> None:
+    def _flush(self, sync: bool = True) -> None:
         if self._file is not None:
-            self._file.write(self.entries())
+            self._file.write(self.entries(), sync=sync)
+            self._unsynced = not sync
+
+    def sync(self) -> None:
+        """fsync the checkpoint if `assign` wrote it without (the log's flush calls this)."""
+        if self._unsynced and self._file is not None:
+            self._file.sync()
+            self._unsynced = False
 
     # ---- queries --------------------------------------------------------------------------------
 
@@ -109,13 +123,16 @@ class LeaderEpochCache:
         """
         if not self._assign(epoch, start_offset):
             return False
-        self._flush()
+        self._flush(sync=False)
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after `end_offset` (log truncation)."""
         if end_offset >= 0 and self._remove_tail(lambda e, s: s >= end_offset):
-            self._flush()
+            # fsynced by the log's next flush too: this runs for every log recovered after a crash
+            # (thousands at start-up), and a truncation lost in a machine crash is made again by
+            # the next recovery (to the log end) or the next follower truncation.
+            self._flush(sync=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries starting at or before `start_offset`, then re-add the last dropped epoch

@@ -349,16 +349,23 @@ class ProducerStateManager:
         assert self.log_dir is not None
         return self.log_dir / f"{end_offset:020d}{SNAPSHOT_SUFFIX}"
 
-    def take_snapshot(self) -> Path | None:
-        """Write `<map_end_offset>.snapshot` (fsynced, as Kafka does); returns its path."""
+    def take_snapshot(self, *, fsync: bool = True) -> Path | None:
+        """Write `<map_end_offset>.snapshot` (fsynced, as Kafka does, unless the caller syncs the
+        filesystem itself); returns its path. Nothing is written when a snapshot at that offset
+        exists already or the log has never had a batch: Kafka also snapshots only past its last
+        snapshot, and an idle broker with thousands of empty logs would otherwise write (and
+        fsync) thousands of empty files at every shutdown."""
         if self.log_dir is None:
             return None
         path = self.snapshot_path(self.map_end_offset)
+        if (self.map_end_offset == 0 and not self.producers) or path.exists():
+            return None
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(self.snapshot_bytes())
             f.flush()
-            os.fsync(f.fileno())
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
         return path
 

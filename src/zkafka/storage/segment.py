@@ -250,12 +250,13 @@ class LogSegment:
         self.index.write_pending()
         self.time_index.write_pending()
 
-    def flush(self) -> None:
-        """fsync the `.log` and both indexes."""
-        if self._fd is not None:
+    def flush(self, *, fsync: bool = True) -> None:
+        """fsync the `.log` and both indexes (without `fsync`: only write the indexes' pending
+        entries; the caller syncs the whole filesystem)."""
+        if fsync and self._fd is not None:
             os.fsync(self._fd)
-        self.index.flush()
-        self.time_index.flush()
+        self.index.flush(fsync=fsync)
+        self.time_index.flush(fsync=fsync)
 
     # ---- reading --------------------------------------------------------------------------------
 

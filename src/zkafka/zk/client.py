@@ -8,7 +8,8 @@ conditional versions, fencing) following Kafka's KafkaZkClient:
 * controller election = one multi {create EPHEMERAL /controller, conditional setData /controller_epoch};
   every later controller write is a multi that starts with `check(/controller_epoch, epochZkVersion)`,
   so a controller that lost its election can no longer change anything (`ControllerMovedError`);
-* partition state writes are conditional on the state znode's zkVersion, per partition, pipelined.
+* partition state writes are conditional on the state znode's zkVersion, per partition, and go
+  many to a fenced multi (bounded below `jute.maxbuffer`), the multis pipelined.
 
 The parts live in their own modules, one reason to change each: `store` (decoding and fenced
 writes, the base of all), `controller_store`, `topic_store`, `notification_store`, `config_store`,

@@ -1,6 +1,7 @@
 """Controller election and partition states in ZooKeeper (part of `KafkaZkClient`):
 `/controller` and `/controller_epoch` written in one multi at election, and the partition state
-znodes written conditionally on their zkVersion, per partition, pipelined and fenced.
+znodes written conditionally on their zkVersion, many per fenced multi (bounded in bytes, see
+`store.MULTI_MAX_BYTES`), the multis pipelined.
 """
 
 from __future__ import annotations
@@ -122,28 +123,34 @@ class ControllerStoreMixin(ZkStore):
         self, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch], epoch_zk_version: int
     ) -> CreatePartitionStatesResult:
         """Create `partitions`, `partitions/<p>` and `partitions/<p>/state` (all fenced) of new partitions."""
-        containers = [
-            (t, [CreateOp(TopicPartitionsZNode.path(t))]) for t in sorted({tp.topic for tp in states})
+        # Batched multis (`_batched_fenced`): a topic of thousands of partitions is a few requests,
+        # not thousands. Containers that exist already are fine (a partition being re-created
+        # after a controller died half-way).
+        # The topics' `partitions` first, on their own: when a topic grows, its `partitions` exists
+        # and would roll back a multi holding the new partitions' containers too.
+        topic_containers: list[tuple[object, Op]] = [
+            (t, CreateOp(TopicPartitionsZNode.path(t))) for t in sorted({tp.topic for tp in states})
         ]
-        containers += [(tp, [CreateOp(TopicPartitionZNode.path(tp))]) for tp in sorted(states)]
-        for key, result in self._pipelined_fenced(epoch_zk_version, containers).items():
-            if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
-                log.warning("creating partition container for %s failed: %r", key, result)
-        batches = [
+        partition_containers: list[tuple[object, Op]] = [
+            (tp, CreateOp(TopicPartitionZNode.path(tp))) for tp in sorted(states)
+        ]
+        for containers in (topic_containers, partition_containers):
+            for key, result in self._batched_fenced(epoch_zk_version, containers).items():
+                if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
+                    log.warning("creating partition container for %s failed: %r", key, result)
+        creates: list[tuple[object, Op]] = [
             (
                 tp,
-                [
-                    CreateOp(
-                        TopicPartitionStateZNode.path(tp),
-                        TopicPartitionStateZNode.encode(s.leader_and_isr, s.controller_epoch),
-                    )
-                ],
+                CreateOp(
+                    TopicPartitionStateZNode.path(tp),
+                    TopicPartitionStateZNode.encode(s.leader_and_isr, s.controller_epoch),
+                ),
             )
             for tp, s in states.items()
         ]
         created: dict[TopicPartition, int] = {}
         failed: dict[TopicPartition, Exception] = {}
-        for tp, result in self._pipelined_fenced(epoch_zk_version, batches).items():
+        for tp, result in self._batched_fenced(epoch_zk_version, creates).items():
             if isinstance(result, Exception):
                 failed[tp] = result
             else:
@@ -156,31 +163,30 @@ class ControllerStoreMixin(ZkStore):
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
-        """Controller write of new leader/ISR: per partition a fenced setData conditional on the
-        `zk_version` carried by each LeaderAndIsr. Raises ControllerMovedError if fenced."""
-        batches = [
+        """Controller write of new leader/ISR: per partition a setData conditional on the
+        `zk_version` carried by each LeaderAndIsr, many to a fenced multi. Raises
+        ControllerMovedError if fenced."""
+        writes: list[tuple[object, Op]] = [
             (
                 tp,
-                [
-                    SetDataOp(
-                        TopicPartitionStateZNode.path(tp),
-                        TopicPartitionStateZNode.encode(lai, controller_epoch),
-                        lai.zk_version,
-                    )
-                ],
+                SetDataOp(
+                    TopicPartitionStateZNode.path(tp),
+                    TopicPartitionStateZNode.encode(lai, controller_epoch),
+                    lai.zk_version,
+                ),
             )
             for tp, lai in states.items()
         ]
         successful: dict[TopicPartition, int] = {}
         bad_version: list[TopicPartition] = []
         failed: dict[TopicPartition, Exception] = {}
-        for tp, result in self._pipelined_fenced(epoch_zk_version, batches).items():
+        for tp, result in self._batched_fenced(epoch_zk_version, writes).items():
             if isinstance(result, BadVersionError):
                 bad_version.append(tp)
             elif isinstance(result, Exception):
                 failed[tp] = result
             else:
-                successful[tp] = int(result[0].version)
+                successful[tp] = int(result.version)
         return UpdateLeaderAndIsrResult(successful, bad_version, failed)
 
     def conditional_update_partition_state(

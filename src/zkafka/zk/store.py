@@ -35,6 +35,15 @@ TRANSIENT = (ConnectionLoss, OperationTimeoutError)
 DEFAULT_RESERVED_BROKER_MAX_ID = 1000
 """Kafka's `reserved.broker.max.id`: generated broker ids start above it."""
 _DELETE_BATCH = 500
+MULTI_MAX_BYTES = 512 * 1024
+"""Bound of one batched multi's request. ZooKeeper refuses a packet above `jute.maxbuffer`
+(1 MB by default on the server; Kafka's docs tell operators to raise it, zkafka's local server
+has 4 MB): half the default leaves room for the response (a Stat per operation)."""
+MULTI_MAX_OPS = 2000
+"""Bound of the operations in one batched multi: a failure rolls back the whole multi, and its
+operations are then retried one by one; this keeps that retry small."""
+MULTI_OP_OVERHEAD = 48
+"""Bytes of a multi operation besides its path and data (header, version, flags, ACL)."""
 T = TypeVar("T")
 
 NOT_LIVE = "the broker is treated as not live"
@@ -129,6 +138,50 @@ class ZkStore(ZkSession):
             raise _controller_moved(epoch_zk_version)
         return out
 
+    def _batched_fenced(
+        self,
+        epoch_zk_version: int,
+        items: Sequence[tuple[Any, Op]],
+        max_bytes: int = MULTI_MAX_BYTES,
+        max_ops: int = MULTI_MAX_OPS,
+    ) -> dict[Any, Any | Exception]:
+        """Many independent single-operation writes, as few fenced multis as fit in `max_bytes`
+        and `max_ops` each, all sent back to back (one round trip for all). Returns key -> the
+        operation's result or its error; raises ControllerMovedError if a fencing check failed.
+
+        Each operation keeps its own condition (a setData's version, a create's absence). Since a
+        multi is atomic, one failing operation rolls back its whole chunk: such a chunk is sent
+        again one operation per multi (`_pipelined_fenced`), so every key gets its own outcome."""
+        check = CheckOp(ControllerEpochZNode.path(), epoch_zk_version)
+        pending = []
+        for chunk in multi_chunks(items, max_bytes, max_ops):
+            tx = self._zk.transaction()
+            apply_ops(tx, [check, *(op for _, op in chunk)], self.acls)
+            pending.append((chunk, tx.commit_async()))
+        out: dict[Any, Any | Exception] = {}
+        retry: list[tuple[Any, Op]] = []
+        moved = False
+        for chunk, async_result in pending:
+            try:
+                results = list(async_result.get())
+            except TRANSIENT:
+                retry.extend(chunk)
+                continue
+            failure = first_failure(results)
+            if failure is None:
+                out.update((key, result) for (key, _), result in zip(chunk, results[1:], strict=True))
+            elif failure.index == 0:
+                moved = True
+            else:
+                retry.extend(chunk)
+        if moved:
+            raise _controller_moved(epoch_zk_version)
+        if retry:
+            one_by_one = self._pipelined_fenced(epoch_zk_version, [(key, [op]) for key, op in retry])
+            for key, result in one_by_one.items():
+                out[key] = result if isinstance(result, Exception) else result[0]
+        return out
+
     def fenced_delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
         """Delete `path` and its subtree, every batch fenced. False if it did not exist."""
         deleted_any = False
@@ -168,3 +221,26 @@ class ZkStore(ZkSession):
                 return
             except NodeExistsError:
                 continue
+
+
+def _op_size(op: Op) -> int:
+    data = getattr(op, "data", b"")
+    return MULTI_OP_OVERHEAD + len(op.path.encode()) + len(data)
+
+
+def multi_chunks(items: Sequence[tuple[Any, Op]], max_bytes: int, max_ops: int) -> list[list[tuple[Any, Op]]]:
+    """`items` cut, in order, into runs of at most `max_ops` whose operations fit in `max_bytes`
+    (one operation larger than that goes alone: ZooKeeper is the judge of it)."""
+    chunks: list[list[tuple[Any, Op]]] = []
+    current: list[tuple[Any, Op]] = []
+    size = 0
+    for item in items:
+        n = _op_size(item[1])
+        if current and (size + n > max_bytes or len(current) >= max_ops):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(item)
+        size += n
+    if current:
+        chunks.append(current)
+    return chunks

@@ -8,6 +8,7 @@ session can therefore no longer change this broker's state.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Iterable
 from typing import Any
@@ -119,7 +120,12 @@ async def _apply_with_topic_configs(
             log.error("ignoring the invalid config of topic %s: %s", topic, e)
             config = None
         lm.update_topic_config(topic, config)
-    # the await let other requests run: a newer controller may have spoken meanwhile
+    # The new logs' files are made off the loop (thousands of them take seconds of syscalls).
+    mine = [
+        c.tp for c in changes if c.tp.topic in topics and ctx.services.identity.broker_id in c.state.replicas
+    ]
+    await asyncio.get_running_loop().run_in_executor(None, ctx.services.replicas.create_logs, mine)
+    # the awaits let other requests run: a newer controller may have spoken meanwhile
     error = _fence(ctx, request.controller_epoch, request.broker_epoch)
     if error != ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=error)

@@ -1,0 +1,89 @@
+"""What the cluster benchmarks share: process figures from /proc, the descriptor limit, topic
+creation through Kafka's admin API, and pipelined reads of the partition state znodes.
+
+Benchmarks run as scripts (`python benchmarks/x.py`), so this module is imported by its bare name
+(`from _cluster import ...`): the script's own folder is first on sys.path. Clusters themselves are
+started with `zkafka.testing.cluster.running_cluster`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zkafka.zk.client import KafkaZkClient
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss_mib(pid: int) -> float:
+    return rss_bytes(pid) / (1024 * 1024)
+
+
+def open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+def raise_nofile_limit() -> tuple[int, int]:
+    """Raise the soft open-files limit to the hard one (brokers started later inherit it: every
+    replica keeps its segment open). Returns (before, now)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"/brokers/topics/{topic}/partitions/{partition}/state"
+
+
+def read_states(zk: KafkaZkClient, paths: list[str], chunk: int = 2000) -> dict[str, dict]:
+    """path -> {"leader", "isr", "mtime" (s since the epoch, ZooKeeper's clock)} of the state
+    znodes that exist (pipelined reads)."""
+    out: dict[str, dict] = {}
+    for i in range(0, len(paths), chunk):
+        for path, found in zk.get_data_many(paths[i : i + chunk]).items():
+            if found is not None:
+                state = json.loads(found[0])
+                out[path] = {
+                    "leader": int(state["leader"]),
+                    "isr": state["isr"],
+                    "mtime": found[1].mtime / 1000,
+                }
+    return out
+
+
+def create_topics(bootstrap: str, names: list[str], partitions: int, rf: int, batch: int) -> None:
+    """Create `names` with confluent-kafka's AdminClient, `batch` topics per CreateTopics request."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
+    for i in range(0, len(names), batch):
+        futures = admin.create_topics(
+            [NewTopic(n, partitions, rf) for n in names[i : i + batch]],
+            operation_timeout=300,
+            request_timeout=300,
+        )
+        for f in futures.values():
+            f.result(600)

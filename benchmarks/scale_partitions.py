@@ -1,0 +1,388 @@
+"""Partition scale: what a 3-broker cluster costs with many partitions, against issue 17's aims.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/scale_partitions.py [--partitions 2000 10000]
+        [--topic-size 1000] [--replication-factor 2] [--brokers 3] [--session-timeout-ms 6000]
+        [--skip failover,shutdown,...]
+
+For each size in `--partitions` (a fresh ZooKeeper chroot and cluster each):
+1. **create**: topics of `--topic-size` partitions through confluent-kafka's AdminClient, timed
+   until every partition's state znode names a leader (pipelined ZooKeeper reads). Aim >= 5,000
+   partitions/s.
+2. **idle**: each broker's RSS growth per replica it holds (RSS after creation minus before, over
+   its replicas), open descriptors, CPU while idle. Aim <= 8 KiB RSS per replica.
+3. **controller SIGKILL**: the controller (which leads about a third) is killed; from the moment the
+   next controller wins `/controller` (its znode's ctime) to the last of the dead broker's leaders
+   re-elected (state znode mtimes; both ZooKeeper's clock). Aim <= 5 s at 100,000 partitions.
+4. **start-up after SIGKILL**: the killed broker is started again (log recovery): time until it is
+   registered and until it is back in the ISR of every partition it holds. Aim <= 30 s.
+5. **controlled shutdown**: SIGTERM to the broker leading the most partitions: signal to the last
+   leader moved (state znode mtimes) and signal to exit. Aim: 10,000 leaders in <= 1.5 s, i.e.
+   >= 6,667 leaders moved/s.
+6. **clean start-up**: that broker started again, timed as in 4.
+7. **cluster down**: every broker stopped with SIGTERM (controller last), as `cluster down` does.
+
+Prints one table per size with each figure and its ratio to the aim (>= 1 meets it), and a summary.
+Nothing is asserted. The ZooKeeper server is the project's launcher (`jute.maxbuffer` 4 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _cluster import (
+    cpu_seconds,
+    create_topics,
+    open_fds,
+    raise_nofile_limit,
+    read_states,
+    rss_bytes,
+    state_path,
+)
+from rich.console import Console
+from rich.table import Table
+
+from zkafka.local.launcher import LocalCluster
+from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.testing.cluster import running_cluster
+from zkafka.zk.client import KafkaZkClient
+
+CREATE_AIM = 5000.0  # partitions/s
+SHUTDOWN_AIM = 10_000 / 1.5  # leaders moved/s
+FAILOVER_AIM_S = 5.0
+STARTUP_AIM_S = 30.0
+RSS_AIM = 8 * 1024  # bytes per replica
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float
+    unit: str
+    aim: float | None = None
+    higher_is_better: bool = True
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """>= 1 meets the aim."""
+        if self.aim is None or self.value <= 0:
+            return None
+        return self.value / self.aim if self.higher_is_better else self.aim / self.value
+
+
+@dataclass
+class Run:
+    partitions: int
+    figures: list[Figure] = field(default_factory=list)
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        self.figures.append(Figure(*args, **kwargs))  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def profiled(args: argparse.Namespace, phase: str, pids: dict[str, int]) -> Iterator[None]:
+    """With `--py-spy`, sample `pids` (label -> pid) during the phase into
+    `<profile-dir>/<phase>-<label>.txt` (py-spy's raw collapsed stacks)."""
+    if not args.py_spy:
+        yield
+        return
+    out = Path(args.profile_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    procs = [
+        subprocess.Popen(
+            [
+                args.py_spy,
+                *("record", "-p", str(pid), "-r", "50", "-f", "raw", "--nonblocking"),
+                *("-o", str(out / f"{phase}-{label}.txt")),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for label, pid in pids.items()
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def wait_leaders(zk: KafkaZkClient, paths: list[str], timeout: float) -> float:
+    """Seconds until every path's state znode names a leader (polled)."""
+    t0 = time.perf_counter()
+    pending = list(paths)
+    while pending:
+        states = read_states(zk, pending)
+        pending = [p for p in pending if p not in states or states[p]["leader"] < 0]
+        if not pending:
+            break
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError(f"{len(pending):,} partitions without a leader after {timeout:.0f} s")
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+def wait_full_isr(zk: KafkaZkClient, paths: list[str], rf: int, timeout: float) -> float:
+    """Seconds until every path's ISR has `rf` members (a healthy cluster before anything is
+    killed: a partition whose only in-sync replica dies stays offline, as in Kafka)."""
+    t0 = time.perf_counter()
+    pending = list(paths)
+    while pending:
+        states = read_states(zk, pending)
+        pending = [p for p in pending if p not in states or len(states[p]["isr"]) < rf]
+        if not pending:
+            break
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError(f"{len(pending):,} partitions with an incomplete ISR after {timeout:.0f} s")
+        time.sleep(0.5)
+    return time.perf_counter() - t0
+
+
+def wait_moved(zk: KafkaZkClient, paths: list[str], away_from: int, timeout: float) -> dict[str, float]:
+    """path -> mtime of the write that moved its leader away from `away_from` (polled)."""
+    pending = set(paths)
+    moved: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for path, state in read_states(zk, sorted(pending)).items():
+            if state["leader"] not in (away_from, -1):
+                pending.discard(path)
+                moved[path] = state["mtime"]
+        if pending:
+            time.sleep(0.1)
+    if pending:
+        raise TimeoutError(f"{len(pending):,} leaders still on broker {away_from} after {timeout:.0f} s")
+    return moved
+
+
+def time_startup(
+    cluster: LocalCluster, zk: KafkaZkClient, broker: int, paths: list[str], timeout: float
+) -> tuple[float, float]:
+    """Start `broker`; seconds until it is registered, and until it is in the ISR of every path
+    that assigns it a replica (`paths`)."""
+    t0 = time.perf_counter()
+    cluster.start_broker(broker)
+    registered = None
+    pending = list(paths)
+    while time.perf_counter() - t0 < timeout:
+        if not cluster.broker_alive(broker):
+            raise RuntimeError(f"broker {broker} exited; see {cluster.brokers[broker].log_path}")
+        if registered is None and broker in zk.get_all_broker_ids():
+            registered = time.perf_counter() - t0
+        if registered is not None:
+            states = read_states(zk, pending)
+            pending = [p for p in pending if p not in states or broker not in states[p]["isr"]]
+            if not pending:
+                return registered, time.perf_counter() - t0
+        time.sleep(0.2)
+    raise TimeoutError(
+        f"broker {broker}: {len(pending):,} partitions without it in the ISR after {timeout} s"
+    )
+
+
+def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, console: Console) -> Run:
+    run = Run(total)
+    topic_size = min(args.topic_size, total)
+    topics = max(1, total // topic_size)
+    total = topics * topic_size
+    run.partitions = total
+    overrides = {
+        "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
+        "auto.leader.rebalance.enable": "false",
+        "default.replication.factor": str(args.replication_factor),
+    }
+    rf = args.replication_factor
+    with (
+        (
+            contextlib.nullcontext(tempfile.mkdtemp(dir=args.work_dir))
+            if args.keep_logs
+            else tempfile.TemporaryDirectory(dir=args.work_dir)
+        ) as tmp,
+        running_cluster(zkserver, Path(tmp), brokers=args.brokers, overrides=overrides) as cluster,
+    ):
+        if args.keep_logs:
+            console.print(f"[{total:,}] broker logs under {tmp}")
+        zk = KafkaZkClient(cluster.zookeeper_connect, connection_timeout_ms=30_000)
+        try:
+            pids = {b: cluster.brokers[b].pid for b in cluster.brokers}
+            rss0 = {b: rss_bytes(pid) for b, pid in pids.items()}
+            names = [f"scale-{i:04d}" for i in range(topics)]
+            paths = [state_path(t, p) for t in names for p in range(topic_size)]
+
+            console.print(f"[{total:,}] creating {topics} topics x {topic_size:,} partitions, RF {rf}")
+            controller = zk.get_controller_id()
+            assert controller is not None and controller > 0
+            with profiled(args, f"{total}-create", {f"b{b}": pid for b, pid in pids.items()}):
+                t0 = time.perf_counter()
+                create_topics(cluster.bootstrap_servers, names, topic_size, rf, args.create_batch)
+                answered = time.perf_counter() - t0
+                led = wait_leaders(zk, paths, args.timeout) + answered
+            run.add("create: CreateTopics answered", answered, "s")
+            run.add("create: every leader in ZooKeeper", led, "s")
+            run.add("create rate", total / led, "partitions/s", CREATE_AIM)
+
+            full = wait_full_isr(zk, paths, rf, args.timeout)
+            run.add("create: then every ISR complete", full, "s")
+            time.sleep(args.idle_seconds)  # let the followers' first fetches settle
+            states = read_states(zk, paths)
+            replicas_on = {b: sum(1 for s in states.values() if b in s["isr"]) for b in pids}
+            cpu0 = {b: cpu_seconds(pid) for b, pid in pids.items()}
+            time.sleep(args.idle_seconds)
+            for b, pid in pids.items():
+                per_replica = (rss_bytes(pid) - rss0[b]) / max(1, replicas_on[b])
+                run.add(f"idle b{b}: RSS per replica ({replicas_on[b]:,})", per_replica, "B", RSS_AIM, False)
+            idle = [(cpu_seconds(pid) - cpu0[b]) / args.idle_seconds for b, pid in pids.items()]
+            run.add("idle: CPU, max of brokers", max(idle), "cores")
+            run.add("idle: open descriptors, max of brokers", max(open_fds(p) for p in pids.values()), "")
+
+            if "failover" not in args.skip:
+                wait_full_isr(zk, paths, rf, args.timeout)
+                states = read_states(zk, paths)
+                controller = zk.get_controller_id()
+                assert controller is not None and controller > 0
+                victim_paths = [p for p, s in states.items() if s["leader"] == controller]
+                held = [p for p, s in states.items() if controller in s["isr"]]
+                console.print(f"[{total:,}] SIGKILL controller {controller} (leads {len(victim_paths):,})")
+                survivors = {f"b{b}": cluster.brokers[b].pid for b in cluster.brokers if b != controller}
+                with profiled(args, f"{total}-failover", survivors):
+                    cluster.signal_broker(controller, signal.SIGKILL)
+                    cluster.wait_broker_exit(controller, 10)
+                    moved = wait_moved(
+                        zk, victim_paths, controller, args.timeout + args.session_timeout_ms / 1000
+                    )
+                found = zk.get_data("/controller")
+                assert found is not None
+                won = found[1].ctime / 1000
+                last = max(moved.values()) - won
+                run.add(
+                    f"controller SIGKILL: won /controller to last of {len(moved):,} leaders elected",
+                    last,
+                    "s",
+                    FAILOVER_AIM_S,
+                    False,
+                )
+                if "startup" not in args.skip:
+                    console.print(f"[{total:,}] restarting broker {controller} (recovery after SIGKILL)")
+                    reg, isr = time_startup(cluster, zk, controller, held, args.timeout)
+                    run.add("start-up after SIGKILL: registered", reg, "s")
+                    run.add(
+                        f"start-up after SIGKILL: in ISR of all {len(held):,}", isr, "s", STARTUP_AIM_S, False
+                    )
+
+            if "shutdown" not in args.skip:
+                wait_full_isr(zk, paths, rf, args.timeout)
+                states = read_states(zk, paths)
+                controller = zk.get_controller_id()
+                counts = {b: 0 for b in cluster.brokers if cluster.broker_alive(b)}
+                for s in states.values():
+                    counts[s["leader"]] = counts.get(s["leader"], 0) + 1
+                victim = max((b for b in counts if b != controller), key=lambda b: counts[b])
+                victim_paths = [p for p, s in states.items() if s["leader"] == victim]
+                held = [p for p, s in states.items() if victim in s["isr"]]
+                console.print(f"[{total:,}] SIGTERM broker {victim} (leads {len(victim_paths):,})")
+                profile = {
+                    "controller": cluster.brokers[controller].pid,
+                    "victim": cluster.brokers[victim].pid,
+                }
+                with profiled(args, f"{total}-shutdown", profile):
+                    signalled = time.time()
+                    t0 = time.perf_counter()
+                    cluster.signal_broker(victim, signal.SIGTERM)
+                    exited = cluster.wait_broker_exit(victim, args.timeout)
+                    to_exit = time.perf_counter() - t0
+                    moved = wait_moved(zk, victim_paths, victim, args.timeout)
+                last = max(moved.values()) - signalled
+                run.add(f"controlled shutdown: signal to last of {len(moved):,} leaders moved", last, "s")
+                run.add(
+                    "controlled shutdown: leaders moved/s", len(moved) / max(last, 1e-3), "/s", SHUTDOWN_AIM
+                )
+                run.add("controlled shutdown: signal to exit", to_exit, "s", note="" if exited else "killed")
+                if "startup" not in args.skip:
+                    console.print(f"[{total:,}] restarting broker {victim} (clean)")
+                    reg, isr = time_startup(cluster, zk, victim, held, args.timeout)
+                    run.add("clean start-up: registered", reg, "s")
+                    run.add(f"clean start-up: in ISR of all {len(held):,}", isr, "s", STARTUP_AIM_S, False)
+
+            if "down" not in args.skip:
+                console.print(f"[{total:,}] cluster down")
+                t0 = time.perf_counter()
+                cluster.down(timeout=args.timeout)
+                run.add("cluster down (SIGTERM each, controller last)", time.perf_counter() - t0, "s")
+        finally:
+            zk.close()
+    return run
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit == "B":
+        return f"{value / 1024:,.1f} KiB"
+    if unit in ("s", "cores"):
+        return f"{value:,.2f} {unit}"
+    return f"{value:,.0f} {unit}".strip()
+
+
+def print_run(console: Console, run: Run, args: argparse.Namespace) -> None:
+    table = Table(
+        title=f"{run.partitions:,} partitions, RF {args.replication_factor}, {args.brokers} brokers, "
+        f"zookeeper.session.timeout.ms={args.session_timeout_ms}"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("aim", justify="right")
+    table.add_column("ratio to aim", justify="right")
+    for f in run.figures:
+        aim = "" if f.aim is None else ("<= " if not f.higher_is_better else ">= ") + fmt(f.aim, f.unit)
+        ratio = "" if f.ratio is None else f"{f.ratio:.2f}"
+        table.add_row(f.name, fmt(f.value, f.unit) + (f" ({f.note})" if f.note else ""), aim, ratio)
+    console.print(table)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--partitions", type=int, nargs="+", default=[2000, 10_000], help="sizes to run")
+    ap.add_argument("--topic-size", type=int, default=1000, help="partitions per topic")
+    ap.add_argument("--replication-factor", type=int, default=2)
+    ap.add_argument("--brokers", type=int, default=3)
+    ap.add_argument("--session-timeout-ms", type=int, default=6000)
+    ap.add_argument("--create-batch", type=int, default=10, help="topics per CreateTopics request")
+    ap.add_argument("--idle-seconds", type=float, default=3.0)
+    ap.add_argument("--work-dir", help="where the brokers' directories go (default: the temp dir)")
+    ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
+    ap.add_argument("--py-spy", help="path of py-spy: profile the brokers during creation and shutdown")
+    ap.add_argument("--profile-dir", default="build/scale-profiles", help="where --py-spy writes")
+    ap.add_argument("--timeout", type=float, default=600.0, help="give up a wait after")
+    ap.add_argument(
+        "--skip", type=lambda s: set(s.split(",")), default=set(), help="of failover,startup,shutdown,down"
+    )
+    args = ap.parse_args()
+    console = Console(width=150)
+    before, now = raise_nofile_limit()
+    console.print(
+        f"open files limit {now} (was {before}); cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}"
+    )
+    runs = []
+    with ZooKeeperServer() as zkserver:
+        for size in args.partitions:
+            run = run_size(args, zkserver, size, console)
+            print_run(console, run, args)
+            runs.append(run)
+    console.print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
