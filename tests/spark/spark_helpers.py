@@ -128,6 +128,32 @@ def driver_result(driver: subprocess.Popen[bytes], log: Path, timeout: float) ->
     return dict(json.loads(line.removeprefix("RESULT ")))
 
 
+def kill_worker_mid_stream(
+    sc: StandaloneCluster, driver: subprocess.Popen[bytes], checkpoint: Path, log: Path, timeout: float
+) -> tuple[dict[str, Any], int]:
+    """SIGKILL worker 1 once the streaming query of `driver` committed 3 micro-batches, then wait
+    for the driver's result; returns it and how many batches were committed before the kill.
+    Worker 1 is started again afterwards, for the next tests."""
+    victim = sc.workers[1]
+    try:
+        wait_until(  # a JVM and its Python workers start slowly on a busy machine
+            lambda: driver.poll() is not None or len(committed_batches(checkpoint)) >= 3,
+            300,
+            "3 committed micro-batches",
+        )
+        killed_after = len(committed_batches(checkpoint))
+        victim.kill()
+        result = driver_result(driver, log, timeout)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(30)
+        if not victim.alive:
+            sc.start_worker(1)
+            sc.wait_for_workers()
+    return result, killed_after
+
+
 def workers_of(sc: StandaloneCluster, rows: Iterable[dict[str, Any]]) -> set[int]:
     return {sc.worker_of(r["executor"]) for r in rows}
 
@@ -177,9 +203,9 @@ def kill_driver_mid_stream(args: list[str], checkpoint: Path, log: Path, batches
             start_new_session=True,
         )
         try:
-            wait_until(
+            wait_until(  # a JVM and its Python workers start slowly on a busy machine
                 lambda: len(committed_batches(checkpoint)) >= batches,
-                150,
+                300,
                 f"the first driver to commit {batches} micro-batches",
             )
         finally:

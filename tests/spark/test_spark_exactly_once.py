@@ -14,7 +14,7 @@ from spark_helpers import create_topic, kill_driver_mid_stream, produce, stream_
 RECORDS = 800
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_restart_after_driver_kill_is_exactly_once_into_parquet(
     spark: Any, bootstrap: str, tmp_path: Path
 ) -> None:

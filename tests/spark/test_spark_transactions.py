@@ -1,6 +1,8 @@
 """Transactions and Spark: the source with kafka.isolation.level=read_committed never puts an
 aborted record in a DataFrame, and the sink with transactional.id.prefix writes a stream exactly
-once across a driver SIGKILL and the replay of a micro-batch whose rows were already written."""
+once across a driver SIGKILL and the replay of a micro-batch whose rows were already written,
+and across a worker SIGKILLed mid-stream on a standalone cluster (its tasks, some in the middle
+of their transactions, run again on the other worker)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,17 @@ from spark_helpers import (
     committed_batches,
     create_topic,
     kill_driver_mid_stream,
+    kill_worker_mid_stream,
     produce,
     read_committed,
+    start_driver,
     stream_query,
     topic_name,
 )
 
 from zkafka.client import Producer
+from zkafka.local.launcher import LocalCluster
+from zkafka.testing.spark_cluster import StandaloneCluster
 
 RECORDS = 800
 
@@ -67,7 +73,7 @@ def test_read_committed_source_never_sees_aborted_records(spark: Any, bootstrap:
     assert values() == sorted(committed + [f"a{i}" for i in range(10)])
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(540)
 def test_transactional_sink_is_exactly_once_across_driver_kill_and_replay(
     spark: Any, bootstrap: str, tmp_path: Path
 ) -> None:
@@ -106,3 +112,33 @@ def test_transactional_sink_is_exactly_once_across_driver_kill_and_replay(
     values = read_committed(bootstrap, sink, 2)
     assert len(values) == RECORDS  # nothing doubled
     assert sorted(int(v) for v in values) == list(range(RECORDS))  # nothing lost
+
+
+@pytest.mark.timeout(600)
+def test_transactional_sink_is_exactly_once_across_a_worker_kill(
+    spark_standalone: StandaloneCluster, three_brokers: LocalCluster, tmp_path: Path
+) -> None:
+    bootstrap = three_brokers.bootstrap_servers
+    source, sink = topic_name("eos-w-in"), topic_name("eos-w-out")
+    create_topic(bootstrap, source, 4)
+    create_topic(bootstrap, sink, 3)
+    records = 4000
+    produce(bootstrap, source, [(i % 4, None, b"%d" % i, None) for i in range(records)])
+    checkpoint, log = tmp_path / "ckpt", tmp_path / "driver.log"
+    args = {
+        "master": spark_standalone.master_url,
+        "conf": spark_standalone.app_conf(),
+        "bootstrap": bootstrap,
+        "topic": source,
+        "output": sink,
+        "checkpoint": str(checkpoint),
+        "max_per_trigger": 200,  # 20 micro-batches: the kill lands in the middle
+    }
+    _, killed_after = kill_worker_mid_stream(
+        spark_standalone, start_driver("stream_eos", args, log), checkpoint, log, 300
+    )
+    assert killed_after < records // 200 - 2, "the kill should land in the middle of the stream"
+
+    values = read_committed(bootstrap, sink, 3)
+    assert len(values) == records  # nothing doubled
+    assert sorted(int(v) for v in values) == list(range(records))  # nothing lost

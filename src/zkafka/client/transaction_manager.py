@@ -269,15 +269,17 @@ class TransactionManager:
             try:
                 await self._call(request, lambda r: _code(r.error_code), what="EndTxn")
             except KafkaError as e:
-                if e.code in FATAL_ERRORS:
-                    raise self._transition_to_error(e.code, e.message) from None
-                self.state = TxnState.ABORTABLE_ERROR if commit else TxnState.IN_TRANSACTION
+                # refused: fenced (fatal), or the transaction can only be aborted (again)
+                raise self._transition_to_error(e.code, e.message) from None
+            except BaseException as e:
+                # a timeout: the outcome is unknown and the same call may be repeated (Kafka's rule)
                 if commit:
-                    self.error = TransactionAbortableError(e.code, e.message)
-                raise
-            except BaseException:
-                # a timeout: the outcome is unknown; the call may be repeated (Kafka's rule)
-                self.state = TxnState.IN_TRANSACTION if commit else TxnState.ABORTABLE_ERROR
+                    self.state = TxnState.IN_TRANSACTION
+                else:
+                    self.state = TxnState.ABORTABLE_ERROR
+                    self.error = self.error or TransactionAbortableError(
+                        ErrorCode.REQUEST_TIMED_OUT, f"the abort did not complete: {e}"
+                    )
                 raise
         self.added.clear()
         self.pending.clear()
