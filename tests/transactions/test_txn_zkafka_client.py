@@ -18,6 +18,7 @@ from zkafka.client import (
     FatalProducerError,
     Producer,
     TopicPartition,
+    TransactionAbortableError,
     TransactionStateError,
 )
 from zkafka.client.group_admin import GroupAdmin
@@ -41,9 +42,11 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-async def _create(bootstrap: str, topic: str, partitions: int = 2) -> None:
+async def _create(
+    bootstrap: str, topic: str, partitions: int = 2, configs: dict[str, str] | None = None
+) -> None:
     async with AdminClient(bootstrap) as admin:
-        await admin.create_topic(topic, partitions, 1)
+        await admin.create_topic(topic, partitions, 1, configs=configs)
 
 
 async def _read(bootstrap: str, topic: str, isolation: str, partitions: int = 2) -> list[str]:
@@ -182,3 +185,27 @@ def test_offsets_sent_to_the_transaction_count_only_when_it_commits(cluster: Loc
     expected = sorted(f"out-{i}" for i in range(10))
     assert sorted(asyncio.run(_read(bootstrap, sink, "read_committed"))) == expected
     assert sorted(confluent_consume(bootstrap, sink, "read_committed", 10)) == expected
+
+
+def test_a_failed_send_leaves_only_abort(cluster: LocalCluster) -> None:
+    bootstrap = cluster.bootstrap_servers
+    topic = _name("txn-abortable")
+
+    async def main() -> list[str]:
+        await _create(bootstrap, topic, 1, {"max.message.bytes": "1000"})
+        async with Producer(bootstrap, transactional_id=_name("tid")) as producer:
+            await producer.init_transactions()
+            await producer.begin_transaction()
+            refused = await producer.send(topic, b"x" * 5000, partition=0)  # MESSAGE_TOO_LARGE
+            with pytest.raises(TransactionAbortableError):
+                await producer.commit_transaction()
+            assert refused.exception() is not None
+            with pytest.raises(TransactionAbortableError):
+                await producer.send(topic, b"more", partition=0)
+            await producer.abort_transaction()
+            await producer.begin_transaction()  # usable again
+            await producer.send(topic, b"after", partition=0)
+            await producer.commit_transaction()
+        return await _read(bootstrap, topic, "read_committed", partitions=1)
+
+    assert asyncio.run(main()) == ["after"]
