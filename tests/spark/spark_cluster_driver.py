@@ -7,6 +7,7 @@ which worker ran each task.
     python spark_cluster_driver.py jobs   ARGS_JSON   batch read, AvailableNow read to Parquet, batch write
     python spark_cluster_driver.py stream ARGS_JSON   AvailableNow read to Parquet in small batches
     python spark_cluster_driver.py ship   ARGS_JSON   `jobs`, and where the executors found zkafka
+    python spark_cluster_driver.py stream_eos ARGS_JSON   AvailableNow read into a topic, exactly once
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 import sys
 from collections.abc import Iterator
 from typing import Any
+
+from spark_helpers import stream_query
 
 from zkafka.spark.session import local_session
 
@@ -99,6 +102,21 @@ def main(mode: str, raw: str) -> None:
             result = {**jobs(spark, args), "executors": sorted(set(probe.collect()))}
         elif mode == "stream":
             result = {"stream": stream_to_parquet(spark, args, args["output"], args["checkpoint"])}
+        elif mode == "stream_eos":
+            query = stream_query(
+                spark,
+                args["bootstrap"],
+                args["topic"],
+                "zkafka",
+                args["output"],
+                args["checkpoint"],
+                max_offsets_per_trigger=args["max_per_trigger"],
+                available_now=True,
+            )
+            query.awaitTermination()
+            if query.exception() is not None:
+                raise RuntimeError(f"streaming query failed: {query.exception()}")
+            result = {"batches": len(query.recentProgress)}
         else:
             raise SystemExit(f"unknown mode {mode}")
     finally:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from zkafka.client import AdminClient, Producer, RecordMetadata
+from zkafka.client import AdminClient, Consumer, Producer, RecordMetadata
 from zkafka.client.sync import SyncConsumer
 from zkafka.client.types import TopicPartition
 from zkafka.testing.spark_cluster import StandaloneCluster, source_root
@@ -128,12 +128,132 @@ def driver_result(driver: subprocess.Popen[bytes], log: Path, timeout: float) ->
     return dict(json.loads(line.removeprefix("RESULT ")))
 
 
+def kill_worker_mid_stream(
+    sc: StandaloneCluster, driver: subprocess.Popen[bytes], checkpoint: Path, log: Path, timeout: float
+) -> tuple[dict[str, Any], int]:
+    """SIGKILL worker 1 once the streaming query of `driver` committed 3 micro-batches, then wait
+    for the driver's result; returns it and how many batches were committed before the kill.
+    Worker 1 is started again afterwards, for the next tests."""
+    victim = sc.workers[1]
+    try:
+        wait_until(  # a JVM and its Python workers start slowly on a busy machine
+            lambda: driver.poll() is not None or len(committed_batches(checkpoint)) >= 3,
+            300,
+            "3 committed micro-batches",
+        )
+        killed_after = len(committed_batches(checkpoint))
+        victim.kill()
+        result = driver_result(driver, log, timeout)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(30)
+        if not victim.alive:
+            sc.start_worker(1)
+            sc.wait_for_workers()
+    return result, killed_after
+
+
 def workers_of(sc: StandaloneCluster, rows: Iterable[dict[str, Any]]) -> set[int]:
     return {sc.worker_of(r["executor"]) for r in rows}
 
 
 def positions(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return [(r["partition"], r["offset"]) for r in rows]
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    """Every value a read_committed consumer sees, up to the last stable offsets."""
+
+    async def main() -> list[bytes]:
+        async with Consumer(bootstrap, auto_offset_reset="earliest", isolation_level="read_committed") as c:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            c.assign(tps)
+            ends = await c.end_offsets(tps)
+            out: list[bytes] = []
+            for _ in range(600):
+                if all([await c.position(tp) >= ends[tp] for tp in tps]):
+                    return out
+                out.extend(r.value for r in await c.poll(200))
+            raise AssertionError(f"{topic}: positions did not reach {ends}")
+
+    return asyncio.run(main())
+
+
+# -- a driver SIGKILLed mid-stream (spark_killed_driver.py) ---------------------------------------------
+
+KILLED_DRIVER = Path(__file__).with_name("spark_killed_driver.py")
+
+
+def committed_batches(checkpoint: Path, log: str = "commits") -> list[int]:
+    """The micro-batches in a query's commit log (or its offset log: `log="offsets"`)."""
+    entries = checkpoint / log
+    return sorted(int(p.name) for p in entries.iterdir() if p.name.isdigit()) if entries.is_dir() else []
+
+
+def kill_driver_mid_stream(args: list[str], checkpoint: Path, log: Path, batches: int = 3) -> int:
+    """Run spark_killed_driver.py with `args` in a process group of its own, SIGKILL the group (JVM
+    and Python workers included) once the query committed `batches` micro-batches; returns how
+    many it had committed."""
+    with log.open("wb") as out:
+        driver = subprocess.Popen(
+            [sys.executable, str(KILLED_DRIVER), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_until(  # a JVM and its Python workers start slowly on a busy machine
+                lambda: len(committed_batches(checkpoint)) >= batches,
+                300,
+                f"the first driver to commit {batches} micro-batches",
+            )
+        finally:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(30)
+    return len(committed_batches(checkpoint))
+
+
+def stream_query(
+    spark: Any,
+    bootstrap: str,
+    topic: str,
+    sink: str,
+    output: str,
+    checkpoint: str,
+    *,
+    max_offsets_per_trigger: int,
+    available_now: bool,
+) -> Any:
+    """Start a query from `topic` into Parquet files at `output` (sink "parquet": partition,
+    offset and value of each record) or into the topic `output` (sink "zkafka", exactly once with
+    transactions: the values)."""
+    records = (
+        spark.readStream.format("zkafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+        .load()
+    )
+    if sink == "parquet":
+        writer = (
+            records.selectExpr("partition", "offset", "cast(value as string) as v")
+            .writeStream.format("parquet")
+            .option("path", output)
+        )
+    else:
+        writer = (
+            records.select("value")
+            .writeStream.format("zkafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", output)
+            .option("transactional.id.prefix", f"eos-{output}")
+        )
+    writer = writer.option("checkpointLocation", checkpoint)
+    if available_now:
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime="100 milliseconds").start()
 
 
 def read_topic(bootstrap: str, topic: str, partitions: int, expected: int) -> list[tuple[bytes, bytes]]:

@@ -1,34 +1,26 @@
-"""A Spark driver in a process of its own, for the restart test: it streams a topic into Parquet
-(small micro-batches) until the test SIGKILLs it, JVM and Python workers included.
+"""A Spark driver in a process of its own, for the restart tests: it streams a topic into Parquet
+or, exactly once, into another topic (small micro-batches) until the test SIGKILLs it, JVM and
+Python workers included.
 
-    python spark_killed_driver.py BOOTSTRAP TOPIC OUTPUT_DIR CHECKPOINT_DIR
+    python spark_killed_driver.py parquet|zkafka BOOTSTRAP TOPIC OUTPUT CHECKPOINT_DIR
 """
 
 from __future__ import annotations
 
 import sys
 
+from spark_helpers import stream_query
+
 from zkafka.spark.session import local_session
 
 
-def main(bootstrap: str, topic: str, output: str, checkpoint: str) -> None:
+def main(sink: str, bootstrap: str, topic: str, output: str, checkpoint: str) -> None:
     spark = local_session("zkafka-killed-driver")
-    query = (
-        spark.readStream.format("zkafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "40")
-        .load()
-        .selectExpr("partition", "offset", "cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", output)
-        .option("checkpointLocation", checkpoint)
-        .trigger(processingTime="100 milliseconds")
-        .start()
+    query = stream_query(
+        spark, bootstrap, topic, sink, output, checkpoint, max_offsets_per_trigger=40, available_now=False
     )
     query.awaitTermination()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

@@ -5,21 +5,16 @@ range; the file sink's log keeps only committed batches)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_helpers import create_topic, produce, topic_name, wait_until
+from spark_helpers import create_topic, kill_driver_mid_stream, produce, stream_query, topic_name
 
-DRIVER = Path(__file__).with_name("spark_killed_driver.py")
 RECORDS = 800
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_restart_after_driver_kill_is_exactly_once_into_parquet(
     spark: Any, bootstrap: str, tmp_path: Path
 ) -> None:
@@ -27,40 +22,20 @@ def test_restart_after_driver_kill_is_exactly_once_into_parquet(
     create_topic(bootstrap, name, 2)
     produce(bootstrap, name, [(i % 2, None, b"%d" % i, None) for i in range(RECORDS)])
     output, checkpoint = tmp_path / "out", tmp_path / "ckpt"
-    log = (tmp_path / "driver.log").open("wb")
-    driver = subprocess.Popen(
-        [sys.executable, str(DRIVER), bootstrap, name, str(output), str(checkpoint)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the JVM and Python workers die with it
+    done_before = kill_driver_mid_stream(
+        ["parquet", bootstrap, name, str(output), str(checkpoint)], checkpoint, tmp_path / "driver.log"
     )
-    try:
-        commits = checkpoint / "commits"
-        wait_until(
-            lambda: commits.is_dir() and len([p for p in commits.iterdir() if p.name.isdigit()]) >= 3,
-            150,
-            "the first driver to commit 3 micro-batches",
-        )
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(30)
-        log.close()
-    done_before = len([p for p in (checkpoint / "commits").iterdir() if p.name.isdigit()])
     assert 3 <= done_before < RECORDS // 40, "the kill should land in the middle of the stream"
 
-    query = (
-        spark.readStream.format("zkafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", name)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "400")
-        .load()
-        .selectExpr("partition", "offset", "cast(value as string) as v")
-        .writeStream.format("parquet")
-        .option("path", str(output))
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
+    query = stream_query(
+        spark,
+        bootstrap,
+        name,
+        "parquet",
+        str(output),
+        str(checkpoint),
+        max_offsets_per_trigger=400,
+        available_now=True,
     )
     query.awaitTermination(120)
     assert query.exception() is None

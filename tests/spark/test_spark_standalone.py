@@ -21,12 +21,12 @@ import pytest
 from spark_helpers import (
     create_topic,
     driver_result,
+    kill_worker_mid_stream,
     positions,
     produce,
     read_topic,
     start_driver,
     topic_name,
-    wait_until,
     workers_of,
 )
 
@@ -84,7 +84,7 @@ def batch_workers(sc: StandaloneCluster, output: Path) -> dict[int, set[int]]:
     return found
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(480)
 def test_worker_killed_mid_stream_recovers_exactly_once(
     spark_standalone: StandaloneCluster, three_brokers: LocalCluster, tmp_path: Path
 ) -> None:
@@ -104,28 +104,9 @@ def test_worker_killed_mid_stream_recovers_exactly_once(
         "output": str(output),
         "checkpoint": str(checkpoint),
     }
-    driver = start_driver("stream", args, log)
-    victim = spark_standalone.workers[1]
-    try:
-        commits = checkpoint / "commits"
-        wait_until(
-            lambda: (
-                driver.poll() is not None
-                or (commits.is_dir() and len([p for p in commits.iterdir() if p.name.isdigit()]) >= 3)
-            ),
-            150,
-            "3 committed micro-batches",
-        )
-        killed_after = len([p for p in commits.iterdir() if p.name.isdigit()])
-        victim.kill()
-        result = driver_result(driver, log, 200)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(30)
-        if not victim.alive:  # the next tests get two workers again
-            spark_standalone.start_worker(1)
-            spark_standalone.wait_for_workers()
+    result, killed_after = kill_worker_mid_stream(
+        spark_standalone, start_driver("stream", args, log), checkpoint, log, 200
+    )
 
     rows = result["stream"]
     assert sorted(positions(rows)) == sorted((i % 4, i // 4) for i in range(records))  # exactly once

@@ -245,6 +245,16 @@ def test_sink_options() -> None:
         parse_sink_options({"topic": "t"})
 
 
+def test_sink_exactly_once_options() -> None:
+    base = {"kafka.bootstrap.servers": "b:1"}
+    assert parse_sink_options(base).transactional_id_prefix is None  # at least once by default
+    assert parse_sink_options({**base, "transactional.id.prefix": " q1 "}).transactional_id_prefix == "q1"
+    with pytest.raises(OptionError, match="must not be empty"):
+        parse_sink_options({**base, "transactional.id.prefix": " "})
+    with pytest.raises(OptionError, match="every task needs a transactional id of its own"):
+        parse_sink_options({**base, "kafka.transactional.id": "t"})
+
+
 def test_time_strings() -> None:
     assert [time_string_ms(s) for s in ("500", "250us", "100ms", "30s", "15m", "2min", "1h", "1d")] == [
         500,

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from txn_helpers import confluent_consume as _consume
 
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -31,38 +32,6 @@ def _topic(admin: AdminClient, partitions: int = 2) -> str:
     for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
         f.result(30)
     return name
-
-
-def _consume(bootstrap: str, topic: str, isolation: str, expected: int, timeout_s: float = 60) -> list[str]:
-    import time
-
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": "earliest",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-        }
-    )
-    c.subscribe([topic])
-    out: list[str] = []
-    deadline = time.monotonic() + timeout_s
-    idle = 0
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                idle += 1
-                if len(out) >= expected and idle >= 6:
-                    break
-                continue
-            idle = 0
-            assert m.error() is None, m.error()
-            out.append(m.value().decode())
-    finally:
-        c.close()
-    return out
 
 
 def test_commit_and_abort_with_a_read_committed_consumer(cluster: LocalCluster) -> None:

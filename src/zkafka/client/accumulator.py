@@ -100,7 +100,15 @@ class ProducerBatch:
         self.futures.append(future)
         return future
 
-    def seal(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    def seal(
+        self,
+        compression: int,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        *,
+        is_transactional: bool = False,
+    ) -> bytes:
         """Encode the batch (again, when its sequence changed since it was last encoded)."""
         if self.encoded is None or base_sequence != self.base_sequence:
             self.base_sequence = base_sequence
@@ -111,6 +119,7 @@ class ProducerBatch:
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 base_sequence=base_sequence,
+                is_transactional=is_transactional,
             )
         self.sent_sequence = base_sequence
         return self.encoded

@@ -60,6 +60,8 @@ PRODUCER_PROPERTIES: dict[str, tuple[str, Converter]] = {
     "max.request.size": ("max_request_size", _int),
     "buffer.memory": ("buffer_memory", _int),
     "allow.auto.create.topics": ("allow_auto_topic_creation", _bool),
+    "transactional.id": ("transactional_id", _str),
+    "transaction.timeout.ms": ("transaction_timeout_ms", _int),
 }
 
 CONSUMER_PROPERTIES: dict[str, tuple[str, Converter]] = {

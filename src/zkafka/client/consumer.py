@@ -12,7 +12,8 @@ NoOffsetForPartitionError). OFFSET_OUT_OF_RANGE resets the same way.
 
 Fetching: one Fetch in flight per leader, covering that leader's partitions that have nothing
 buffered. A response is decoded into records at once (skipping records below the fetch offset,
-control batches, and checking CRCs), buffered, and the next Fetch for that leader starts right
+control batches, with read_committed the aborted transactions' records (`aborted`), and checking
+CRCs), buffered, and the next Fetch for that leader starts right
 away, so the network works while the application processes the previous records. Leadership
 errors and broken connections refresh metadata; the next Fetch goes to the new leader.
 """
@@ -28,6 +29,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Self
 
+from zkafka.client.aborted import AbortedTransactions
 from zkafka.client.cluster import METADATA_ERRORS, NO_LEADER, Cluster
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import (
@@ -474,7 +476,10 @@ class Consumer:
             state.high_watermark = p.high_watermark
             state.log_start_offset = p.log_start_offset
             state.last_stable_offset = p.last_stable_offset
-            self._decode(tp, fetch_offset, p.records)
+            aborted = None
+            if self.isolation_level == READ_COMMITTED and p.aborted_transactions:
+                aborted = AbortedTransactions((a.producer_id, a.first_offset) for a in p.aborted_transactions)
+            self._decode(tp, fetch_offset, p.records, aborted)
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.reset_policy is None:
                 raise KafkaError(
@@ -487,7 +492,13 @@ class Consumer:
         else:
             raise KafkaError(code, f"Fetch {tp}: {code.message}")
 
-    def _decode(self, tp: TopicPartition, fetch_offset: int, data: bytes | memoryview | None) -> None:
+    def _decode(
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        data: bytes | memoryview | None,
+        aborted: AbortedTransactions | None = None,
+    ) -> None:
         if not data:
             return
         topic, partition = tp
@@ -503,7 +514,9 @@ class Consumer:
                         ErrorCode.CORRUPT_MESSAGE,
                         f"{tp}: CRC mismatch in the batch at offset {header.base_offset}",
                     )
-                if not header.is_control:
+                if aborted is not None and aborted.skip(header):
+                    pass  # an aborted transaction's records (read_committed)
+                elif not header.is_control:
                     timestamp_type = header.timestamp_type
                     for r in iter_records(data, header):
                         if r.offset >= position:

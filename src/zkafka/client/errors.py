@@ -17,9 +17,12 @@ __all__ = [
     "ClientTimeoutError",
     "ConfigError",
     "ConnectionError_",
+    "FatalProducerError",
     "KafkaError",
     "NoOffsetForPartitionError",
     "RecordTooLargeError",
+    "TransactionAbortableError",
+    "TransactionStateError",
 ]
 
 
@@ -52,3 +55,19 @@ class RecordTooLargeError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.MESSAGE_TOO_LARGE, message)
+
+
+class TransactionStateError(ClientError):
+    """A transactional call out of order (e.g. `send` before `begin_transaction`, `commit` with
+    no transaction open) or on a producer without a transactional id."""
+
+
+class FatalProducerError(KafkaError):
+    """The transactional producer can no longer be used: a newer instance with the same
+    transactional id fenced it (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH) or it is not authorized
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Every later call raises this; close the producer."""
+
+
+class TransactionAbortableError(KafkaError):
+    """A send or request of the open transaction failed: the only way on is
+    `abort_transaction()`, after which the producer can begin a new transaction."""

@@ -67,7 +67,7 @@ MAX_VERSIONS = {
 _MAX = MAX_VERSIONS
 
 
-class _Retry(Exception):
+class CoordinatorRetry(Exception):
     """A coordinator error: find the coordinator again and retry."""
 
     def __init__(self, code: ErrorCode) -> None:
@@ -133,18 +133,7 @@ class GroupAdmin:
         if not refresh and group in self._coordinators:
             return self._coordinators[group]
 
-        async def find() -> int:
-            resp = await self.cluster.send_any(
-                FindCoordinatorRequest(key=group, key_type=0),
-                max_version=_MAX[FindCoordinatorRequest],
-            )
-            assert isinstance(resp, FindCoordinatorResponse)
-            check_group_error(resp.error_code, f"FindCoordinator for group {group!r}", resp.error_message)
-            if resp.node_id not in self.cluster.metadata.brokers:
-                await self.cluster.refresh()
-            return int(resp.node_id)
-
-        node = await self._retrying(find)
+        node = await self._retrying(lambda: find_coordinator(self.cluster, group, GROUP_KEY))
         self._coordinators[group] = node
         return node
 
@@ -153,9 +142,9 @@ class GroupAdmin:
         while True:
             try:
                 return await attempt()
-            except (_Retry, ConnectionError_, BrokerUnavailableError) as e:
+            except (CoordinatorRetry, ConnectionError_, BrokerUnavailableError) as e:
                 if time.monotonic() >= deadline:
-                    if isinstance(e, _Retry):
+                    if isinstance(e, CoordinatorRetry):
                         raise KafkaError(
                             e.code, f"the group coordinator stayed unavailable: {e.code.message}"
                         ) from None
@@ -169,7 +158,7 @@ class GroupAdmin:
             node = await self.coordinator(group)
             try:
                 return await build(node)
-            except (_Retry, ConnectionError_):
+            except (CoordinatorRetry, ConnectionError_):
                 self._coordinators.pop(group, None)
                 raise
 
@@ -322,14 +311,33 @@ class GroupAdmin:
         await self._to_coordinator(group, commit)
 
 
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+"""FindCoordinator's key types."""
+
+
+async def find_coordinator(cluster: Cluster, key: str, key_type: int) -> int:
+    """One FindCoordinator round trip: the broker id coordinating a group (`GROUP_KEY`) or a
+    transactional id (`TRANSACTION_KEY`). Raises `CoordinatorRetry` for the coordinator errors."""
+    resp = await cluster.send_any(
+        FindCoordinatorRequest(key=key, key_type=key_type), max_version=_MAX[FindCoordinatorRequest]
+    )
+    assert isinstance(resp, FindCoordinatorResponse)
+    what = "group" if key_type == GROUP_KEY else "transactional id"
+    check_group_error(resp.error_code, f"FindCoordinator for {what} {key!r}", resp.error_message)
+    if resp.node_id not in cluster.metadata.brokers:
+        await cluster.refresh()
+    return int(resp.node_id)
+
+
 def check_group_error(code: int, what: str, message: str | None = None) -> None:
-    """Raise for a group API's error code: `_Retry` (find the coordinator again) for the
+    """Raise for a group API's error code: `CoordinatorRetry` (find the coordinator again) for the
     coordinator errors, `KafkaError` for the rest."""
     if code == ErrorCode.NONE:
         return
     error = ErrorCode.lookup(code)
     if error in COORDINATOR_ERRORS:
-        raise _Retry(error)
+        raise CoordinatorRetry(error)
     raise KafkaError(error, f"{what}: {message or error.message}")
 
 

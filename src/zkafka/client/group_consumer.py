@@ -20,7 +20,7 @@ from zkafka.client.group_admin import (
     check_group_error,
 )
 from zkafka.client.security import ClientSecurity
-from zkafka.client.types import TopicPartition
+from zkafka.client.types import ConsumerGroupMetadata, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.groups.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -200,6 +200,11 @@ class GroupConsumer:
         await self.admin.close()
 
     # -- what the application sees ---------------------------------------------------------------------
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """For `Producer.send_offsets_to_transaction`: the coordinator refuses the transaction's
+        offsets when this member has been fenced by a rebalance since."""
+        return ConsumerGroupMetadata(self.group_id, self.generation, self.member_id, self.group_instance_id)
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
 

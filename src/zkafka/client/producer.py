@@ -18,6 +18,17 @@ How it works:
   `retries` or `delivery_timeout_ms` run out; leadership errors also refresh metadata.
 * With `enable_idempotence`, the producer asks InitProducerId once and numbers every partition's
   records; a retried batch keeps its sequence, so the broker writes it at most once.
+* With `transactional_id` (which implies idempotence), records are sent in transactions:
+
+      producer = Producer(bootstrap, transactional_id="orders-1")
+      await producer.init_transactions()
+      await producer.begin_transaction()
+      await producer.send("out", b"v")
+      await producer.send_offsets_to_transaction({tp: next_offset}, consumer.group_metadata())
+      await producer.commit_transaction()     # or abort_transaction()
+
+  The state machine and the coordinator requests are `transaction_manager`'s; the sender only
+  holds back each partition's batches until the partition was added to the transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from zkafka.client.accumulator import ProducerBatch, RecordAccumulator, SequenceNumbers
@@ -39,10 +50,12 @@ from zkafka.client.errors import (
     ClientTimeoutError,
     ConfigError,
     RecordTooLargeError,
+    TransactionStateError,
 )
 from zkafka.client.partitioner import StickyPartitioner, partition_for_key
 from zkafka.client.security import ClientSecurity
-from zkafka.client.types import RecordMetadata, TopicPartition
+from zkafka.client.transaction_manager import TransactionManager
+from zkafka.client.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import (
     InitProducerIdRequest,
@@ -129,8 +142,16 @@ class Producer:
         metadata_max_age_ms: int = 300_000,
         allow_auto_topic_creation: bool = True,
         security: ClientSecurity | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
         self.acks = parse_acks(acks)
+        if transactional_id is not None:
+            if not transactional_id:
+                raise ConfigError("transactional_id must not be empty")
+            if transaction_timeout_ms < 1:
+                raise ConfigError(f"transaction_timeout_ms must be >= 1, got {transaction_timeout_ms}")
+            enable_idempotence = True  # Kafka's rule: a transactional producer is idempotent
         self.compression = parse_compression(compression)
         if linger_ms < 0:
             raise ConfigError(f"linger_ms must be >= 0, got {linger_ms}")
@@ -189,6 +210,13 @@ class Producer:
         self._closing = False
         self._closed = False
         self._fatal: BaseException | None = None
+        self._txn = (
+            TransactionManager(
+                self.cluster, self._sequences, transactional_id, transaction_timeout_ms, max_block_ms
+            )
+            if transactional_id is not None
+            else None
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -270,6 +298,8 @@ class Producer:
         acknowledged it (at once with offset -1 for acks=0) or fails with the error."""
         if self._sender is None or self._closing or self._fatal is not None:
             self._ensure_sender()
+        if self._txn is not None:
+            self._txn.check_send()
         key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
         value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
         record_headers = _as_headers(headers) if headers else ()
@@ -299,6 +329,8 @@ class Producer:
         if self._accumulator.buffered_bytes >= self.buffer_memory:
             await self._wait_for_space()
         tp = TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.record_partition(tp)
         future, new_batch = self._accumulator.append(
             tp, timestamp_ms, key_bytes, value_bytes, record_headers, time.monotonic()
         )
@@ -352,7 +384,10 @@ class Producer:
         try:
             while True:
                 self._wake.clear()
-                if self.idempotent and not self._sequences.has_id and self._accumulator:
+                if self._txn is not None:
+                    if self._txn.pending:
+                        await self._add_partitions()
+                elif self.idempotent and not self._sequences.has_id and self._accumulator:
                     await self._init_producer_id()
                 delay = self._drain(time.monotonic())
                 if delay is None:
@@ -413,6 +448,8 @@ class Producer:
                 if linger_left > 0:
                     delay = _min(delay, linger_left)
                     continue
+            if self._txn is not None and not self._txn.may_send(tp):
+                continue  # waits for AddPartitionsToTxn, which the sender loop sends
             in_flight = self._in_flight_by_partition.get(tp)
             if in_flight and not self._may_add_in_flight(tp, in_flight):
                 continue  # a response will wake us
@@ -463,6 +500,7 @@ class Producer:
                     self._sequences.producer_id if self.idempotent else NO_PRODUCER_ID,
                     self._sequences.producer_epoch if self.idempotent else NO_PRODUCER_EPOCH,
                     sequence,
+                    is_transactional=self._txn is not None,
                 )
             except Exception as e:  # e.g. a timestamp out of range: only this batch is bad
                 queue.popleft()
@@ -493,7 +531,7 @@ class Producer:
                     ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.encoded)
                 )
             request = ProduceRequest(
-                transactional_id=None,
+                transactional_id=self._txn.transactional_id if self._txn is not None else None,
                 acks=self.acks,
                 timeout_ms=self.request_timeout_ms,
                 topic_data=[
@@ -601,6 +639,8 @@ class Producer:
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self.idempotent:
             self._sequences.failed(batch)
+        if self._txn is not None:
+            self._txn.on_send_failure(error)
         self._accumulator.release(batch)
         batch.fail(error)
         self._space_freed()
@@ -630,6 +670,64 @@ class Producer:
             if time.monotonic() >= deadline:
                 raise error
             await asyncio.sleep(self.retry_backoff)
+
+    async def _add_partitions(self) -> None:
+        """AddPartitionsToTxn for the partitions new to the transaction; when that fails, their
+        batches fail with the transaction's error (the transaction must be aborted)."""
+        assert self._txn is not None
+        try:
+            await self._txn.add_partitions()
+        except Exception as e:  # the coordinator's refusal, a timeout, or no transaction open
+            for tp in list(self._txn.pending):
+                queue = self._accumulator.queues.get(tp)
+                while queue:
+                    self._fail(queue.popleft(), e)
+            self._txn.pending.clear()
+
+    # -- transactions (Kafka's producer API) -----------------------------------------------------
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise TransactionStateError("the producer has no transactional_id")
+        if self._closed or self._closing:
+            raise ClientClosedError("producer closed")
+        return self._txn
+
+    async def init_transactions(self) -> None:
+        """Get the producer id and epoch for the transactional id: this fences every older
+        producer with the same id and completes (aborts) a transaction it left open."""
+        txn = self._transactions()
+        self._ensure_sender()
+        await txn.init()
+
+    async def begin_transaction(self) -> None:
+        self._transactions().begin()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+        group_metadata: str | ConsumerGroupMetadata,
+    ) -> None:
+        """Commit a consumer group's offsets (the next offset to read per partition) as part of
+        the transaction: the group sees them only if the transaction commits. `group_metadata`
+        is a group id or a member's `GroupConsumer.group_metadata()` (then a member fenced by a
+        rebalance cannot commit)."""
+        await self._transactions().send_offsets(offsets, group_metadata)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. Raises TransactionAbortableError when a send of the transaction
+        failed (abort it then), FatalProducerError when a newer producer fenced this one."""
+        txn = self._transactions()
+        txn.check_commit()
+        await self.flush(timeout)
+        await txn.end(commit=True)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Wait for the records already handed to the broker, then abort: no read_committed
+        consumer ever sees the transaction's records or offsets."""
+        txn = self._transactions()
+        txn.check_abort()
+        await self.flush(timeout)
+        await txn.end(commit=False)
 
     # -- introspection (tests, tools) ------------------------------------------------------------
     @property

@@ -137,6 +137,11 @@ class SyncProducer(_SyncClient):
     send_and_wait = _blocking(Producer.send_and_wait)
     flush = _blocking(Producer.flush)
     partitions_for = _blocking(Producer.partitions_for)
+    init_transactions = _blocking(Producer.init_transactions)
+    begin_transaction = _blocking(Producer.begin_transaction)
+    send_offsets_to_transaction = _blocking(Producer.send_offsets_to_transaction)
+    commit_transaction = _blocking(Producer.commit_transaction)
+    abort_transaction = _blocking(Producer.abort_transaction)
 
 
 async def _await(future: asyncio.Future[T]) -> T:

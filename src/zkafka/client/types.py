@@ -42,3 +42,21 @@ class OffsetAndTimestamp(NamedTuple):
     offset: int
     timestamp: int
     """The found record's timestamp; -1 for earliest/latest lookups."""
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset with its metadata string (what Kafka's clients commit)."""
+
+    offset: int
+    metadata: str = ""
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """What a transactional producer needs to commit a group member's offsets in its
+    transaction (`GroupConsumer.group_metadata()`): the coordinator then refuses a commit from a
+    member that was fenced by a rebalance (generation and member id as in OffsetCommit)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None

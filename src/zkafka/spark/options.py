@@ -28,6 +28,8 @@ from zkafka.spark.errors import OffsetError, OptionError
 log = logging.getLogger("zkafka.spark")
 
 ZOOKEEPER_CONNECT = "zkafka.zookeeper.connect"
+TRANSACTIONAL_ID_PREFIX = "transactional.id.prefix"
+"""The sink option (ours, beyond Spark) that makes streaming writes exactly once (`transactional`)."""
 EARLIEST = -2
 """In per-partition offsets JSON: start at the partition's earliest offset."""
 LATEST = -1
@@ -204,6 +206,8 @@ class SourceOptions:
 class SinkOptions:
     client: ClientSpec
     topic: str | None
+    transactional_id_prefix: str | None = None
+    """Set: every streaming task writes in one Kafka transaction (`zkafka.spark.transactional`)."""
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -565,6 +569,18 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
             "Kafka option 'value.serializer' is not supported as value are serialized with "
             "ByteArraySerializer."
         )
+    if "kafka.transactional.id" in params:
+        raise OptionError(
+            "Kafka option 'transactional.id' is not supported: every task needs a transactional id of "
+            f"its own. Set the sink option '{TRANSACTIONAL_ID_PREFIX}' for exactly-once streaming writes."
+        )
     client = _client_spec(params, for_producer=True)
     topic = params.get("topic")
-    return SinkOptions(client, topic.strip() if topic is not None and topic.strip() else None)
+    prefix = params.get(TRANSACTIONAL_ID_PREFIX)
+    if prefix is not None and not prefix.strip():
+        raise OptionError(f"Option '{TRANSACTIONAL_ID_PREFIX}' must not be empty")
+    return SinkOptions(
+        client,
+        topic.strip() if topic is not None and topic.strip() else None,
+        prefix.strip() if prefix is not None else None,
+    )

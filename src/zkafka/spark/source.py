@@ -6,8 +6,8 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from zkafka.spark.errors import SchemaError
-from zkafka.spark.options import parse_sink_options, parse_source_options
+from zkafka.spark.errors import OptionError, SchemaError
+from zkafka.spark.options import TRANSACTIONAL_ID_PREFIX, parse_sink_options, parse_source_options
 from zkafka.spark.reader import ZkafkaBatchReader, ZkafkaStreamReader
 from zkafka.spark.schema import check_sink_schema, check_user_schema, read_schema
 from zkafka.spark.writer import ZkafkaBatchWriter, ZkafkaStreamWriter
@@ -46,6 +46,11 @@ class ZkafkaDataSource(DataSource):
                 "ErrorIfExists (default)."
             )
         options = parse_sink_options(self.options)
+        if options.transactional_id_prefix is not None:
+            raise OptionError(
+                f"Option '{TRANSACTIONAL_ID_PREFIX}' is for streaming writes (writeStream): a batch "
+                "write has no batch id to recognise a repeated task by"
+            )
         return ZkafkaBatchWriter(options, check_sink_schema(schema, options.topic))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ZkafkaStreamWriter:

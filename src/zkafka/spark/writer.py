@@ -7,9 +7,16 @@ producer's partitioner decide), `headers` (array<struct<key:string,value:binary>
 through an idempotent zkafka `Producer` (cached per worker process and configuration), flushes at
 the end and fails with the first delivery error.
 
-Guarantee: at least once, as Spark documents for its Kafka sink. The idempotent producer removes
-duplicates from its own retries within a task, but a task or micro-batch that Spark runs again
-(after a failure, or after a driver restart replays the last batch) sends its rows again.
+Guarantee, by default: at least once, as Spark documents for its Kafka sink. The idempotent
+producer removes duplicates from its own retries within a task, but a task or micro-batch that
+Spark runs again (after a failure, or after a driver restart replays the last batch) sends its
+rows again.
+
+With the sink option ``transactional.id.prefix``, streaming writes are exactly once for
+read_committed readers: each task writes its rows and a progress marker in one Kafka transaction,
+and an attempt that finds the marker of its batch writes nothing (`write_exactly_once`; the
+protocol is `zkafka.spark.transactional`'s). That producer is the task's own, not the cached one:
+its transactional id belongs to the task partition, and `init_transactions` must run per attempt.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -34,6 +42,7 @@ from zkafka.client.types import RecordMetadata
 from zkafka.spark.errors import SchemaError
 from zkafka.spark.options import ClientSpec, SinkOptions
 from zkafka.spark.schema import SinkColumns
+from zkafka.spark.transactional import marker, task_identity, written_up_to
 
 log = logging.getLogger("zkafka.spark")
 
@@ -46,12 +55,11 @@ Row = tuple[str, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...
 """topic, key, value, headers, partition, timestamp in ms."""
 
 
-class _CachedProducer:
+class _ProducerThread:
     """A Producer on its own event-loop thread; a whole Arrow batch is queued in one call."""
 
-    def __init__(self, client: ClientSpec) -> None:
+    def __init__(self, kwargs: dict[str, Any]) -> None:
         self.runner = LoopThread("zkafka-spark-producer")
-        kwargs = client.producer_kwargs()
         try:
             self.producer: Producer = self.runner.call(lambda: Producer(**kwargs))
         except BaseException:
@@ -91,13 +99,13 @@ class _CachedProducer:
         self.runner.stop()
 
 
-_producers: dict[ClientSpec, _CachedProducer] = {}
+_producers: dict[ClientSpec, _ProducerThread] = {}
 
 
-def _producer(client: ClientSpec) -> _CachedProducer:
+def _producer(client: ClientSpec) -> _ProducerThread:
     producer = _producers.get(client)
     if producer is None:
-        producer = _CachedProducer(client)
+        producer = _ProducerThread(client.producer_kwargs())
         _producers[client] = producer
     return producer
 
@@ -120,6 +128,8 @@ class WriteResult(WriterCommitMessage):
 
     records: int
     partition_id: int = -1
+    already_written: bool = False
+    """Exactly-once mode: an earlier attempt had committed this task's rows; nothing was sent."""
 
 
 def _binary(column: pa.Array, is_string: bool) -> list[bytes | None]:
@@ -182,8 +192,58 @@ def write_batches(
     return WriteResult(sent, context.partitionId() if context is not None else -1)
 
 
+def write_exactly_once(
+    options: SinkOptions, columns: SinkColumns, batches: Iterator[pa.RecordBatch]
+) -> WriteResult:
+    """One streaming task in one transaction, with its batch's progress marker; nothing when an
+    earlier attempt's marker says the batch is written (see `zkafka.spark.transactional`)."""
+    from pyspark import TaskContext
+
+    assert options.transactional_id_prefix is not None
+    context = TaskContext.get()
+    identity = task_identity(options.transactional_id_prefix, context)
+    kwargs = {**options.client.producer_kwargs(), "transactional_id": identity.transactional_id}
+    task = _ProducerThread(kwargs)
+    producer, run = task.producer, task.runner.run
+    try:
+        run(producer.init_transactions())  # fences earlier attempts, completes what they left
+        if run(written_up_to(options.client, identity)) > identity.batch_id:
+            log.info(
+                "%s: batch %d was written by an earlier attempt", identity.transactional_id, identity.batch_id
+            )
+            for _ in batches:  # read the input all the same: the worker's stream must end cleanly
+                pass
+            return WriteResult(0, context.partitionId(), already_written=True)
+        run(producer.begin_transaction())
+        sent, topic = 0, None
+        futures: list[asyncio.Future[RecordMetadata]] = []
+        for batch in batches:
+            rows = batch_rows(batch, columns, options.topic)
+            if rows and topic is None:
+                topic = rows[0][0]
+            futures.extend(task.send_all(rows))
+            sent += len(rows)
+            error = task.first_error(futures, flush=False)
+            if error is not None:
+                raise error
+        if topic is not None:  # no rows: nothing to mark, a new attempt would write nothing too
+            run(producer.send_offsets_to_transaction(marker(identity, topic), identity.marker_group))
+        run(producer.commit_transaction())  # flushes; a failed send makes it raise
+        return WriteResult(sent, context.partitionId())
+    except BaseException:
+        with contextlib.suppress(Exception):  # else the next attempt's init_transactions aborts it
+            run(producer.abort_transaction(), timeout=30)
+        raise
+    finally:
+        task.close()
+
+
 def _total(messages: list[WriterCommitMessage | None]) -> int:
     return sum(m.records for m in messages if isinstance(m, WriteResult))
+
+
+def _already_written(messages: list[WriterCommitMessage | None]) -> int:
+    return sum(1 for m in messages if isinstance(m, WriteResult) and m.already_written)
 
 
 class ZkafkaBatchWriter(DataSourceArrowWriter):
@@ -209,12 +269,22 @@ class ZkafkaStreamWriter(DataSourceStreamArrowWriter):
         self.columns = columns
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
+        if self.options.transactional_id_prefix is not None:
+            return write_exactly_once(self.options, self.columns, iterator)
         return write_batches(self.options, self.columns, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("micro-batch %d: wrote %d records to Kafka", batchId, _total(messages))
+        log.info(
+            "micro-batch %d: wrote %d records to Kafka (%d tasks found their rows already written)",
+            batchId,
+            _total(messages),
+            _already_written(messages),
+        )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.options.transactional_id_prefix is not None:
+            log.warning("micro-batch %d aborted; its tasks' transactions are aborted or replayed", batchId)
+            return
         log.warning(
             "micro-batch %d aborted; %d records had been sent and stay (at-least-once)",
             batchId,
