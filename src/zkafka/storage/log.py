@@ -193,6 +193,9 @@ class Log:
         self._leo = loaded.log_end_offset
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
+        self.recovered_from = loaded.recovered_from
+        """Set by an unclean load (`LoadedLog.recovered_from`); the partition's first producer-state
+        rebuild re-adds the aborted transactions from there to the `.txnindex` and clears it."""
         self._dir_dirty = loaded.changed
 
     def __repr__(self) -> str:

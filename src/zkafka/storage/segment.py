@@ -251,11 +251,13 @@ class LogSegment:
         self.time_index.write_pending()
 
     def flush(self) -> None:
-        """fsync the `.log` and both indexes."""
+        """fsync the `.log`, both indexes and the `.txnindex` (below the recovery point they are
+        trusted after a crash)."""
         if self._fd is not None:
             os.fsync(self._fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # ---- reading --------------------------------------------------------------------------------
 
