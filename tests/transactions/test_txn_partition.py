@@ -149,3 +149,21 @@ def test_a_clean_restart_trusts_the_txnindex(tmp_path: Path) -> None:
     p = Partition(TP, 1, log)
     assert p.log.collect_aborted_txns(0, 10) == [] and not index.exists()
     p.log.close()
+
+
+def test_a_roll_snapshots_the_producer_state(tmp_path: Path) -> None:
+    """As Kafka does: an unclean restart then replays from the snapshot at the base of its first
+    re-validated segment, not from the log start."""
+    p = _leader(tmp_path / "out-0")
+    _append(p, _txn_batch(7, 0))  # 0-1
+    _append(p, _marker(7, commit=False))  # 2
+    p.log.roll()
+    assert p.producer_state.snapshot_offsets() == [3]
+    _append(p, _txn_batch(8, 0))  # 3-4
+    _append(p, _marker(8, commit=False))  # 5
+    p.log.close()
+    log = Log(tmp_path / "out-0", LogConfig(), recovery_point=4)  # unclean: segment 3 re-validated
+    assert log.recovered_from == 3
+    again = Partition(TP, 1, log)
+    assert again.log.collect_aborted_txns(0, 6) == [AbortedTxn(7, 0, 2, 3), AbortedTxn(8, 3, 5, 6)]
+    again.log.close()

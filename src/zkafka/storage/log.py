@@ -183,6 +183,10 @@ class Log:
         # the first offset of a transaction not yet settled (the partition's producer state knows
         # it; set by its owner): compaction stops there, since such records may still be aborted
         self.first_unstable_offset: Callable[[], int | None] = lambda: None
+        # called with the new base offset at every roll (set by the owner of the producer state,
+        # which snapshots it there as Kafka does: an unclean restart replays from the snapshot at
+        # or below its first re-validated segment, so that replay stays one segment long)
+        self.on_roll: Callable[[int], None] = lambda base: None
         self.dir_path.mkdir(exist_ok=True)
         self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
         loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
@@ -405,6 +409,7 @@ class Log:
         seg = self._new_segment(new_base)
         self._add_segment(seg)
         self._roll_flush_offset = new_base
+        self.on_roll(new_base)
         return seg
 
     # ---- read -----------------------------------------------------------------------------------
