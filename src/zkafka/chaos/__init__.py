@@ -1,6 +1,8 @@
-"""Fault injection against a running cluster (`zkafka chaos`, issue 19 item 3): so far only the
-checker (`checker.py`), which turns what producers acknowledged, what consumers returned and the
-log read back at the end into a verdict of Jepsen's anomaly kinds. Pure: no I/O. The workload and
-the nemesis (broker kill and pause, controller kill, ZooKeeper member kill, partitions, disk full)
-are still to come.
+"""Fault injection against a running cluster (`zkafka chaos`, issue 19 item 3): the workload
+(`workload.py`), the faults (`nemesis.py`: broker kill and pause, controller kill, ZooKeeper member
+kill), one run (`run.py`), and two pure checkers (no I/O): `checker.py`, which turns what producers
+acknowledged, what consumers returned and the log read back at the end into a verdict of Jepsen's
+anomaly kinds, and `txn_checker.py`, the same for a transactional consume-transform-produce run
+(lost writes, duplicates, aborted reads, torn transactions, offsets going backwards or skipping).
+Network partitions and disk-full are still to come.
 """
