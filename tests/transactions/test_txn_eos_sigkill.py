@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -87,6 +88,7 @@ class App:
         self.client_errors: Counter[str] = Counter()
         """What librdkafka reported through error_cb (brokers down, timeouts): the faults were felt."""
         self.error: BaseException | None = None
+        self.trace = ""
         self.stop = threading.Event()
         self.in_transaction = threading.Event()
         self.step = "starting"
@@ -105,17 +107,20 @@ class App:
                 "bootstrap.servers": self.bootstrap,
                 "transactional.id": self.transactional_id,
                 "linger.ms": 5,
-                "transaction.timeout.ms": 30000,
+                # Kafka's default; a message not delivered within it fails the transaction, and
+                # recovering from that needs KIP-360's epoch bump (InitProducerId v3), so the
+                # producer turns fatal and is replaced
+                "transaction.timeout.ms": 60000,
                 "error_cb": self._client_error,
             }
         )
-        p.init_transactions(120)
+        self._retrying(lambda: p.init_transactions(120))
         return p
 
     def __str__(self) -> str:
         return (
             f"app at {self.progress}/{RECORDS} ({self.step}), {len(self.txns)} transactions, {self.stats}, "
-            f"client errors {dict(self.client_errors)}, error {self.error!r}"
+            f"client errors {dict(self.client_errors)}, error {self.error!r} {self.trace}"
         )
 
     def _client_error(self, error: KafkaError) -> None:
@@ -124,8 +129,9 @@ class App:
     def _run(self) -> None:
         try:
             self._loop()
-        except BaseException as e:  # reported by the test
+        except BaseException as e:  # reported by the test, with where it was raised
             self.error = e
+            self.trace = traceback.format_exc()
 
     def _loop(self) -> None:
         consumer = Consumer(
@@ -177,7 +183,6 @@ class App:
                     self.committed.update(offsets)
                     continue
                 if outcome == "unknown":  # fatal: a new producer fences this one
-                    producer.flush(0)
                     producer = self._producer()
                 self._rewind(consumer)
         finally:
@@ -421,7 +426,7 @@ def test_exactly_once_through_sigkills(cluster: LocalCluster) -> None:
                 app=app,
             )
             phase = time.monotonic()
-            assert app.error is None, app.error
+            assert app.error is None, app
             victim = _leader(admin, topic, partition)
             assert victim != keep, (role, topic, partition, victim)
             kills.append((role, victim))
@@ -448,7 +453,7 @@ def test_exactly_once_through_sigkills(cluster: LocalCluster) -> None:
         app.limit = RECORDS
         app.thread.join(300)
         assert not app.thread.is_alive(), f"the app did not finish: {app}"
-        assert app.error is None, app.error
+        assert app.error is None, app
     finally:
         app.stop.set()
         app.thread.join(60)
