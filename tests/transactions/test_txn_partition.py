@@ -103,3 +103,67 @@ def test_a_coordinator_write_from_an_old_epoch_is_refused(tmp_path: Path) -> Non
     again = bytearray(_txn_batch(7, 0, epoch=4))  # same epoch, sequence 0 again: accepted here
     p.append_as_leader(again, validate_batches(again))
     p.log.close()
+
+
+def _aborted_history(path: Path) -> list[AbortedTxn]:
+    """Two aborted transactions, the first while another was open (its LSO is that one's start),
+    and a snapshot taken between them; returns the `.txnindex` entries."""
+    p = _leader(path)
+    _append(p, _txn_batch(7, 0))  # 0-1
+    _append(p, _txn_batch(8, 0))  # 2-3
+    _append(p, _marker(7, commit=False))  # 4
+    _append(p, _marker(8, commit=True))  # 5
+    p.take_producer_snapshot()  # at 6: the replay from it alone would miss the first abort
+    _append(p, _txn_batch(9, 0, n=3))  # 6-8
+    _append(p, _marker(9, commit=False))  # 9
+    entries = p.log.collect_aborted_txns(0, 10)
+    assert entries == [AbortedTxn(7, 0, 4, 2), AbortedTxn(9, 6, 9, 10)]
+    p.log.close()
+    return entries
+
+
+@pytest.mark.parametrize("damage", ["deleted", "shorter", "torn"])
+def test_an_unclean_restart_rebuilds_a_damaged_txnindex(tmp_path: Path, damage: str) -> None:
+    """A power loss can leave the `.txnindex` missing or short; recovery re-adds the entries from
+    the markers (with the LSO each had), as Kafka's recoverSegment does."""
+    entries = _aborted_history(tmp_path / "out-0")
+    (index,) = (tmp_path / "out-0").glob("*.txnindex")
+    data = index.read_bytes()
+    if damage == "deleted":
+        index.unlink()
+    else:
+        index.write_bytes(data[:34] + (b"\0\0\1\2\3" if damage == "torn" else b""))
+
+    again = _leader(tmp_path / "out-0")  # Log() defaults: unclean shutdown, recovery point 0
+    assert again.log.collect_aborted_txns(0, 10) == entries
+    assert index.read_bytes() == data
+    assert again.last_stable_offset == 10
+    again.log.close()
+
+
+def test_a_clean_restart_trusts_the_txnindex(tmp_path: Path) -> None:
+    _aborted_history(tmp_path / "out-0")
+    (index,) = (tmp_path / "out-0").glob("*.txnindex")
+    index.unlink()
+    log = Log(tmp_path / "out-0", LogConfig(), had_clean_shutdown=True, recovery_point=10)
+    p = Partition(TP, 1, log)
+    assert p.log.collect_aborted_txns(0, 10) == [] and not index.exists()
+    p.log.close()
+
+
+def test_a_roll_snapshots_the_producer_state(tmp_path: Path) -> None:
+    """As Kafka does: an unclean restart then replays from the snapshot at the base of its first
+    re-validated segment, not from the log start."""
+    p = _leader(tmp_path / "out-0")
+    _append(p, _txn_batch(7, 0))  # 0-1
+    _append(p, _marker(7, commit=False))  # 2
+    p.log.roll()
+    assert p.producer_state.snapshot_offsets() == [3]
+    _append(p, _txn_batch(8, 0))  # 3-4
+    _append(p, _marker(8, commit=False))  # 5
+    p.log.close()
+    log = Log(tmp_path / "out-0", LogConfig(), recovery_point=4)  # unclean: segment 3 re-validated
+    assert log.recovered_from == 3
+    again = Partition(TP, 1, log)
+    assert again.log.collect_aborted_txns(0, 6) == [AbortedTxn(7, 0, 2, 3), AbortedTxn(8, 3, 5, 6)]
+    again.log.close()

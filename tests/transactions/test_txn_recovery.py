@@ -1,17 +1,19 @@
-"""Recovery: a broker SIGKILLed with an aborted transaction and an open one in its log comes
-back with the same last stable offset and `.txnindex`, so read_committed consumers see the same
-records as before the crash; the open transaction is then aborted by the producer's next
-instance."""
+"""Recovery: a broker SIGKILLed with a committed, an aborted and an open transaction in its log
+comes back with the same last stable offset and `.txnindex` -- rebuilt from the markers when the
+crash took the file with it (a power loss: it lives in the page cache) -- so read_committed
+consumers see the same records as before the crash; the open transaction is then aborted by the
+producer's next instance."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import IsolationLevel, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from test_txn_end_to_end import _consume
 
 from zkafka.local.launcher import LocalCluster
@@ -28,7 +30,21 @@ def cluster(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Local
         yield c
 
 
-def test_sigkill_mid_transaction(cluster: LocalCluster) -> None:
+def _last_stable_offset(admin: AdminClient, topic: str) -> int:
+    """ListOffsets LATEST at read_committed, asked again while the restarted broker brings the
+    partition back online."""
+    asked = {TopicPartition(topic, 0): OffsetSpec.latest()}
+    for _ in range(100):
+        (answer,) = admin.list_offsets(asked, isolation_level=IsolationLevel.READ_COMMITTED).values()
+        try:
+            return answer.result(30).offset
+        except KafkaException:
+            time.sleep(0.3)
+    raise AssertionError(f"no last stable offset for {topic}")
+
+
+@pytest.mark.parametrize("txnindex", ["kept", "lost"])
+def test_sigkill_mid_transaction(cluster: LocalCluster, txnindex: str) -> None:
     bootstrap = cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = f"recover-{uuid.uuid4().hex[:6]}"
@@ -52,12 +68,21 @@ def test_sigkill_mid_transaction(cluster: LocalCluster) -> None:
     p.flush(30)
     before = sorted(_consume(bootstrap, topic, "read_committed", 20))
     assert before == sorted(f"commit-{i}" for i in range(20))
+    lso = _last_stable_offset(admin, topic)
+    assert lso == 42  # 20 committed, their marker, 20 aborted, their marker: the open one starts here
+    log_dir = Path(cluster.brokers[1].directory) / "logs" / f"{topic}-0"
+    (index,) = log_dir.glob("*.txnindex")
+    entry = index.read_bytes()
+    assert len(entry) == 34
 
     cluster.kill_broker(1)
+    if txnindex == "lost":
+        index.unlink()
     cluster.start_broker(1)
     wait_until_ready(cluster, 60)
-    log_dir = Path(cluster.brokers[1].directory) / "logs" / f"{topic}-0"
-    assert any(f.stat().st_size == 34 for f in log_dir.glob("*.txnindex"))
+    assert index.read_bytes() == entry
+    # a new client: the old one's view of the cluster predates the restart
+    assert _last_stable_offset(AdminClient({"bootstrap.servers": bootstrap}), topic) == lso
     assert sorted(_consume(bootstrap, topic, "read_committed", 20)) == before
 
     again = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})

@@ -1,7 +1,9 @@
 """Fault injection against a running local cluster (`zkafka chaos`, issue 19 item 3): the workload
 (`workload.py`: producers, a consumer, consumer-group members), the nemesis (`nemesis.py`: broker
 kill and pause, controller kill, ZooKeeper member kill, a cut network link, a full log dir, an
-unclean election), one run (`run.py`) and the checker (`checker.py`), which turns what producers
-acknowledged, what consumers returned and the log read back at the end into a verdict of Jepsen's
-anomaly kinds. The checker is pure: no I/O.
+unclean election), one run (`run.py`), and two pure checkers (no I/O): `checker.py`, which turns
+what producers acknowledged, what consumers returned and the log read back at the end into a
+verdict of Jepsen's anomaly kinds, and `txn_checker.py`, the same for a transactional
+consume-transform-produce run (lost writes, duplicates, aborted reads, torn transactions, offsets
+going backwards or skipping).
 """

@@ -27,7 +27,12 @@ from zkafka.records.batch import BatchHeader, CorruptRecordError, iter_headers
 from zkafka.records.record import end_txn_marker
 from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.naming import TopicPartition
-from zkafka.storage.producer_state import BatchMetadata, ProducerStateError, ProducerStateManager
+from zkafka.storage.producer_state import (
+    BatchMetadata,
+    CompletedTxn,
+    ProducerStateError,
+    ProducerStateManager,
+)
 from zkafka.storage.txn_index import AbortedTxn
 
 Marker = tuple[bool, int]
@@ -83,6 +88,7 @@ class Partition:
     def __post_init__(self) -> None:
         self.producer_state = ProducerStateManager(self.log.dir_path)
         self.log.first_unstable_offset = self.producer_state.first_unstable_offset
+        self.log.on_roll = lambda _base: self.take_producer_snapshot()
         self._rebuild_producer_state()
         self._set_high_watermark(
             min(max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset)
@@ -177,13 +183,17 @@ class Partition:
     def _update_producer_state(self, header: BatchHeader, marker: Marker | None) -> None:
         psm = self.producer_state
         completed = psm.update(header, marker)
-        if completed is not None and completed.is_aborted:
+        if completed is not None:
+            self._index_if_aborted(completed)
+
+    def _index_if_aborted(self, completed: CompletedTxn) -> None:
+        if completed.is_aborted:
             self.log.append_aborted_txn(
                 AbortedTxn(
                     completed.producer_id,
                     completed.first_offset,
                     completed.last_offset,
-                    psm.last_stable_offset_after(completed),
+                    self.producer_state.last_stable_offset_after(completed),
                 )
             )
 
@@ -257,13 +267,27 @@ class Partition:
     def _rebuild_producer_state(self) -> None:
         leo = self.log.log_end_offset
         psm = self.producer_state
-        start = psm.load_latest_snapshot(leo)
+        # after an unclean shutdown, replay from below the re-validated segments and re-add their
+        # aborted transactions to the `.txnindex` (it may have lost entries; re-adding one it
+        # holds is a no-op), as Kafka's recoverSegment rebuilds it
+        recovered, self.log.recovered_from = self.log.recovered_from, None
+        start = psm.load_latest_snapshot(leo if recovered is None else recovered)
         from_offset = start if start is not None else self.log.log_start_offset
         psm.map_end_offset = from_offset
+        on_completed = None
+        if recovered is not None:
+
+            def on_completed(done: CompletedTxn) -> None:
+                if done.last_offset >= recovered:
+                    self._index_if_aborted(done)
+
         if from_offset < leo:
             psm.replay(
-                (h, _marker(data, h._replace(position=0)) if h.is_control else None)
-                for h, data in self.log.iter_batches(max(from_offset, self.log.log_start_offset))
+                (
+                    (h, _marker(data, h._replace(position=0)) if h.is_control else None)
+                    for h, data in self.log.iter_batches(max(from_offset, self.log.log_start_offset))
+                ),
+                on_completed,
             )
         psm.on_high_watermark(self.high_watermark)
 

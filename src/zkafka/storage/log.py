@@ -186,6 +186,10 @@ class Log:
         # the first offset of a transaction not yet settled (the partition's producer state knows
         # it; set by its owner): compaction stops there, since such records may still be aborted
         self.first_unstable_offset: Callable[[], int | None] = lambda: None
+        # called with the new base offset at every roll (set by the owner of the producer state,
+        # which snapshots it there as Kafka does: an unclean restart replays from the snapshot at
+        # or below its first re-validated segment, so that replay stays one segment long)
+        self.on_roll: Callable[[int], None] = lambda base: None
         self.dir_path.mkdir(exist_ok=True)
         self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
         loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
@@ -196,6 +200,9 @@ class Log:
         self._leo = loaded.log_end_offset
         self.log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
+        self.recovered_from = loaded.recovered_from
+        """Set by an unclean load (`LoadedLog.recovered_from`); the partition's first producer-state
+        rebuild re-adds the aborted transactions from there to the `.txnindex` and clears it."""
         self._dir_dirty = loaded.changed
 
     def __repr__(self) -> str:
@@ -410,6 +417,7 @@ class Log:
         seg = self._new_segment(new_base)
         self._add_segment(seg)
         self._roll_flush_offset = new_base
+        self.on_roll(new_base)
         return seg
 
     # ---- read -----------------------------------------------------------------------------------

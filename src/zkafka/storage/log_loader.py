@@ -67,6 +67,10 @@ class LoadedLog:
     recovery_point: int
     changed: bool = False
     """Files were created or deleted: the directory entry wants an fsync."""
+    recovered_from: int | None = None
+    """After an unclean shutdown, the base offset of the first segment re-validated: from there on
+    the `.txnindex` files may have lost entries with the page cache (a power loss), and the owner
+    of the producer state re-adds them as it replays the markers (Kafka's recoverSegment)."""
 
 
 @dataclass
@@ -78,6 +82,7 @@ class LogLoader:
     _segments: list[LogSegment] = field(default_factory=list)
     _bases: list[int] = field(default_factory=list)
     _changed: bool = False
+    _recovered_from: int | None = None
 
     def load(
         self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
@@ -132,6 +137,7 @@ class LogLoader:
             start,
             leo if had_clean_shutdown else min(recovery_point, leo),
             self._changed,
+            self._recovered_from,
         )
 
     def _remove_temporary_files(self) -> list[int]:
@@ -184,6 +190,7 @@ class LogLoader:
         """Re-validate every segment holding offsets >= `recovery_point`; after the first one that
         had to be cut, drop all later segments."""
         first = max(0, bisect_right(self._bases, recovery_point) - 1)
+        self._recovered_from = self._bases[first]
         for i in range(first, len(self._segments)):
             seg = self._segments[i]
             cut = seg.recover(on_batch=self._epoch_from_recovered_batch)

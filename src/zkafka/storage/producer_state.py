@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,12 +263,19 @@ class ProducerStateManager:
         while self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
             self.unreplicated.popleft()
 
-    def replay(self, batches: Iterable[tuple[BatchHeader, tuple[bool, int] | None]]) -> None:
+    def replay(
+        self,
+        batches: Iterable[tuple[BatchHeader, tuple[bool, int] | None]],
+        on_completed: Callable[[CompletedTxn], None] | None = None,
+    ) -> None:
         """Replay appended batches, each with its marker (commit, coordinator epoch) if a control
-        batch; the caller then reports the high watermark (`on_high_watermark`)."""
+        batch, telling `on_completed` of every transaction a marker closes; the caller then
+        reports the high watermark (`on_high_watermark`)."""
         for h, marker in batches:
             if h.next_offset > self.map_end_offset:
-                self.update(h, marker)
+                completed = self.update(h, marker)
+                if completed is not None and on_completed is not None:
+                    on_completed(completed)
 
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or beyond `offset` (log truncation); reload from a snapshot then."""

@@ -251,12 +251,15 @@ class LogSegment:
         self.time_index.write_pending()
 
     def flush(self, *, fsync: bool = True) -> None:
-        """fsync the `.log` and both indexes (without `fsync`: only write the indexes' pending
-        entries; the caller syncs the whole filesystem)."""
+        """fsync the `.log`, both indexes and the `.txnindex` (below the recovery point they are
+        trusted after a crash). Without `fsync`: only write the indexes' pending entries; the
+        caller syncs the whole filesystem."""
         if fsync and self._fd is not None:
             os.fsync(self._fd)
         self.index.flush(fsync=fsync)
         self.time_index.flush(fsync=fsync)
+        if fsync:
+            self.txn_index.flush()
 
     # ---- reading --------------------------------------------------------------------------------
 

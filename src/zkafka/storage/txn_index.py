@@ -10,7 +10,10 @@ the entries overlapping the fetched range (`aborted_transactions`), and the clie
 producers' records from `firstOffset` up to the marker.
 
 Entries are appended with plain writes (the page cache survives a process crash, as for the
-`.log`); a torn trailing entry is ignored on read and cut on the next truncation.
+`.log`) and fsynced with the segment; a torn trailing entry is ignored on read and cut on the next
+truncation. After an unclean shutdown the entries of the re-validated segments are re-added from
+the markers as the partition replays them (`Partition._rebuild_producer_state`): a power loss may
+have lost the tail of the file, or all of it.
 """
 
 from __future__ import annotations
@@ -86,6 +89,15 @@ class TransactionIndex:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_bytes(b"".join(_ENTRY.pack(VERSION, *t) for t in kept))
         os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        if not self.path.exists():
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def rename(self, target: Path) -> None:
         if self.path.exists():
