@@ -612,7 +612,12 @@ def _init_producer_id(ctx: RequestContext, request: Any, handler: Handler) -> An
 
 def _add_partitions_to_txn(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     """TransactionalId:Write, then Topic:Write on every partition; one refusal and the coordinator
-    is not asked (the allowed partitions get OPERATION_NOT_ATTEMPTED)."""
+    is not asked (the allowed partitions get OPERATION_NOT_ATTEMPTED). v4+ is broker to broker
+    (KIP-890): Cluster:ClusterAction or a top-level CLUSTER_AUTHORIZATION_FAILED, as in Kafka."""
+    if ctx.api_version >= 4:
+        if authorize(ctx, Op.CLUSTER_ACTION, RT.CLUSTER):
+            return handler(ctx, request)
+        return _response(ctx, error_code=CLUSTER_DENIED)
     topics = request.v3_and_below_topics
     if not authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
         allowed: set[str] = set()

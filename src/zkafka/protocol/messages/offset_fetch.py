@@ -5,7 +5,9 @@
 
 Version notes: v1 reads from Kafka-stored offsets; v2 allows a null topic list (all topics)
 and adds a top-level error_code; v3 adds throttle_time_ms; v5 adds committed_leader_epoch;
-v6 is the first flexible version.
+v6 is the first flexible version; v7 adds `require_stable` (KIP-447: a partition with a
+transactional commit pending answers UNSTABLE_OFFSET_COMMIT). v8 (several groups per request) is
+not described here.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from zkafka.protocol.message import DEFAULT, Message
 
 
 class OffsetFetchRequest(Message):
-    """OffsetFetch request (api key 9), versions 0-6 (flexible from v6)."""
+    """OffsetFetch request (api key 9), versions 0-7 (flexible from v6)."""
 
     API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = "OffsetFetch"
@@ -40,26 +42,30 @@ class OffsetFetchRequest(Message):
             self.name = name
             self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes
 
-    __slots__ = ("group_id", "topics")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics")
+    __slots__ = ("group_id", "require_stable", "topics")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics", "require_stable")
 
     #: v0+
     group_id: str
     #: v0+; nullable v2+
     topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    #: v7+
+    require_stable: bool
 
     def __init__(
         self,
         *,
         group_id: str = "",
         topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = DEFAULT,
+        require_stable: bool = False,
     ) -> None:
         self.group_id = group_id
         self.topics = [] if topics is DEFAULT else topics
+        self.require_stable = require_stable
 
 
 class OffsetFetchResponse(Message):
-    """OffsetFetch response (api key 9), versions 0-6 (flexible from v6)."""
+    """OffsetFetch response (api key 9), versions 0-7 (flexible from v6)."""
 
     API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = "OffsetFetch"

@@ -2,7 +2,9 @@
 
 Version notes: v1 reads from Kafka-stored offsets; v2 allows a null topic list (all topics)
 and adds a top-level error_code; v3 adds throttle_time_ms; v5 adds committed_leader_epoch;
-v6 is the first flexible version.
+v6 is the first flexible version; v7 adds `require_stable` (KIP-447: a partition with a
+transactional commit pending answers UNSTABLE_OFFSET_COMMIT). v8 (several groups per request) is
+not described here.
 """
 
 from zkafka.protocol.schema import Array, F, api
@@ -10,7 +12,7 @@ from zkafka.protocol.schema import Array, F, api
 SPEC = api(
     9,
     "OffsetFetch",
-    versions="0-6",
+    versions="0-7",
     flexible="6+",
     request=[
         F("group_id", "string"),
@@ -19,6 +21,7 @@ SPEC = api(
             Array("OffsetFetchRequestTopic", [F("name", "string"), F("partition_indexes", "[]int32")]),
             nullable="2+",
         ),
+        F("require_stable", "bool", "7+", default=False),
     ],
     response=[
         F("throttle_time_ms", "int32", "3+"),

@@ -225,22 +225,31 @@ def handle_offset_fetch(
         if request.topics is None
         else [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
     )
-    error, found = _coordinator(ctx).fetch_offsets(request.group_id, wanted)
+    coordinator = _coordinator(ctx)
+    error, found = coordinator.fetch_offsets(request.group_id, wanted)
     # v1 has no top-level error: a group error is reported in every requested partition
     partition_error = error if ctx.api_version < 2 else ErrorCode.NONE
     if error != ErrorCode.NONE and ctx.api_version >= 2:
         found = {}
     elif error != ErrorCode.NONE:
         found = dict.fromkeys(wanted or [])
+    # v7 `require_stable` (KIP-447): an offset a transaction may still change is not answered
+    unstable = (
+        coordinator.unstable_partitions(request.group_id)
+        if ctx.api_version >= 7 and request.require_stable and error == ErrorCode.NONE
+        else set()
+    )
     by_topic: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartition]] = {}
     for tp, om in found.items():
+        if tp in unstable:
+            om = None
         by_topic.setdefault(tp.topic, []).append(
             OffsetFetchResponse.OffsetFetchResponsePartition(
                 partition_index=tp.partition,
                 committed_offset=-1 if om is None else om.offset,
                 committed_leader_epoch=-1 if om is None else om.leader_epoch,
                 metadata="" if om is None else om.metadata,
-                error_code=partition_error,
+                error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable else partition_error,
             )
         )
     return OffsetFetchResponse(
