@@ -10,7 +10,8 @@ AddPartitionsToTxn checks every partition against the metadata first, as Kafka d
 unknown, it gets UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
 coordinator is not asked. v4 (KIP-890) is the form partition leaders send: a list of
 transactions, each either added or, with `verify_only`, only checked (`server.txn_verification`
-sends it before a producer's first transactional batch lands on a partition). Before v2 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
+sends it before a producer's first transactional batch lands on a partition).
+Before v2 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 """
 
