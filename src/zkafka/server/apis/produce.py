@@ -157,8 +157,8 @@ def _needs_verification(
     """The partition's pending verification when its transactional batch would open a transaction
     here; None when it may be appended now (not transactional, verification off, or the producer's
     transaction is already open here at this epoch: the per-partition cache, free)."""
-    first = headers[0]
-    if not first.is_transactional:
+    first = next((h for h in headers if h.is_transactional), None)
+    if first is None:
         return None
     service = ctx.services.transactions
     if service is None or service.verifier is None:
