@@ -10,7 +10,8 @@ would send), next to confluent-kafka's transactional producer:
 - InitProducerId v3/v4 (KIP-360): the expected (id, epoch) is bumped, a retry answers the same
   epoch, a stale pair is PRODUCER_FENCED, a half pair INVALID_REQUEST;
 - TxnOffsetCommit v3 checks the member and generation (KIP-447), and OffsetFetch v7 with
-  require_stable answers UNSTABLE_OFFSET_COMMIT until the transaction's marker lands.
+  require_stable answers UNSTABLE_OFFSET_COMMIT until the transaction's marker lands (v8 too,
+  with several groups in one request).
 """
 
 from __future__ import annotations
@@ -350,6 +351,24 @@ async def _offset_fetch(conn: BrokerConnection, group: str, topic: str) -> Any:
     return response.topics[0].partitions[0]
 
 
+async def _offset_fetch_v8(conn: BrokerConnection, groups: list[str], topic: str) -> list[Any]:
+    """OffsetFetch v8 (KIP-709): several groups in one request, each answered on its own."""
+    req = OffsetFetchRequest
+    response = await conn.send(
+        req(
+            groups=[
+                req.OffsetFetchRequestGroup(
+                    group_id=g, topics=[req.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])]
+                )
+                for g in groups
+            ],
+            require_stable=True,
+        ),
+        version=8,
+    )
+    return list(response.groups)
+
+
 async def _txn_offsets(cluster: LocalCluster, topic: str) -> None:
     conn = await _connect(cluster)
     try:
@@ -396,6 +415,13 @@ async def _txn_offsets(cluster: LocalCluster, topic: str) -> None:
 
         pending = await _offset_fetch(conn, group, topic)
         assert (pending.error_code, pending.committed_offset) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+        mine, other = await _offset_fetch_v8(conn, [group, "no-such-group"], topic)
+        assert (mine.group_id, mine.error_code) == (group, 0)
+        assert [(p.error_code, p.committed_offset) for t in mine.topics for p in t.partitions] == [
+            (E.UNSTABLE_OFFSET_COMMIT, -1)
+        ]
+        assert (other.group_id, other.error_code) == ("no-such-group", 0)
+        assert [(p.error_code, p.committed_offset) for t in other.topics for p in t.partitions] == [(0, -1)]
         assert await _end(conn, txn_id, pid, epoch, commit=True) == 0
         for _ in range(100):  # until the marker reaches the group's partition
             stable = await _offset_fetch(conn, group, topic)
@@ -403,6 +429,8 @@ async def _txn_offsets(cluster: LocalCluster, topic: str) -> None:
                 break
             await asyncio.sleep(0.1)
         assert (stable.error_code, stable.committed_offset) == (0, 42)
+        mine, _ = await _offset_fetch_v8(conn, [group, "no-such-group"], topic)
+        assert [(p.error_code, p.committed_offset) for t in mine.topics for p in t.partitions] == [(0, 42)]
     finally:
         conn.close()
 

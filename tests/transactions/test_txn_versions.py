@@ -31,6 +31,7 @@ from zkafka.protocol.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
+    OffsetFetchRequest,
     WriteTxnMarkersRequest,
 )
 
@@ -96,7 +97,7 @@ def test_transaction_versions_are_advertised(secured: SecureCluster) -> None:
     assert table[24] == (0, 4)  # AddPartitionsToTxn
     assert table[25] == (0, 3) and table[26] == (0, 3) and table[28] == (0, 3)
     assert table[27] == (0, 1)  # WriteTxnMarkers
-    assert table[9] == (0, 7)  # OffsetFetch with require_stable
+    assert table[9] == (0, 8)  # OffsetFetch with require_stable, several groups from v8
 
 
 def test_add_partitions_v4_and_write_txn_markers_need_cluster_action(secured: SecureCluster) -> None:
@@ -132,6 +133,23 @@ def test_add_partitions_v4_and_write_txn_markers_need_cluster_action(secured: Se
     assert verify.results_by_transaction == []
     codes = [p.error_code for m in markers.markers for t in m.topics for p in t.partitions]
     assert codes == [E.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def test_offset_fetch_v8_refuses_only_the_groups_not_describable(secured: SecureCluster) -> None:
+    async def go() -> Any:
+        conn = await _alice(secured)
+        try:
+            req = OffsetFetchRequest
+            return await conn.send(
+                req(groups=[req.OffsetFetchRequestGroup(group_id="not-alices", topics=None)]), version=8
+            )
+        finally:
+            conn.close()
+
+    response = _run(go())
+    assert [(g.group_id, g.error_code) for g in response.groups] == [
+        ("not-alices", E.GROUP_AUTHORIZATION_FAILED)
+    ]
 
 
 def test_a_broker_principal_gets_the_verification_answer(secured: SecureCluster) -> None:

@@ -50,8 +50,8 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.UPDATE_METADATA: (0, 7),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
     ApiKey.OFFSET_COMMIT: (0, 7),  # v0: offsets in ZooKeeper (/consumers/<group>/offsets)
-    # v7 `require_stable` (KIP-447); v6-7 flexible. v8 (several groups at once) is not served.
-    ApiKey.OFFSET_FETCH: (0, 7),
+    # v6+ flexible; v7 `require_stable` (KIP-447); v8 several groups at once (KIP-709).
+    ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 5),
     ApiKey.HEARTBEAT: (0, 3),
