@@ -286,17 +286,16 @@ class TransactionCoordinator:
         partitions a transaction holds are those of its last replicated record, and the leader
         checks again when it appends."""
         wanted = list(partitions)
-        error, partition = (
-            (ErrorCode.INVALID_REQUEST, -1) if not transactional_id else self._owned(transactional_id)
-        )
-        md = self.transactions[partition].get(transactional_id) if error == ErrorCode.NONE else None
-        if error == ErrorCode.NONE:
-            error = (
-                md.verify_producer(producer_id, producer_epoch)
-                if md
-                else ErrorCode.INVALID_PRODUCER_ID_MAPPING
-            )
-        if error != ErrorCode.NONE or md is None:
+        if not transactional_id:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_REQUEST)
+        error, partition = self._owned(transactional_id)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(wanted, error)
+        md = self.transactions[partition].get(transactional_id)
+        if md is None:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        error = md.verify_producer(producer_id, producer_epoch)
+        if error != ErrorCode.NONE:
             return dict.fromkeys(wanted, error)
         return {tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.INVALID_TXN_STATE for tp in wanted}
 

@@ -63,6 +63,7 @@ class _Verifying:
     """A partition whose batches wait for the coordinator (KIP-890): validated, not appended."""
 
     tp: TopicPartition
+    partition: Partition
     batches: bytearray | memoryview
     headers: list[BatchHeader]
     producer: tuple[int, int]
@@ -175,7 +176,9 @@ def _needs_verification(
     if any(h.producer_id != pid or h.producer_epoch != epoch for h in headers):
         raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "batches of more than one producer")
     guard = psm.start_verification(pid, epoch)
-    return _Verifying(partition.tp, batches, headers, (pid, epoch), partition.leader_epoch, guard, out)
+    return _Verifying(
+        partition.tp, partition, batches, headers, (pid, epoch), partition.leader_epoch, guard, out
+    )
 
 
 async def _verify_then_append(
@@ -193,15 +196,18 @@ async def _verify_then_append(
         by_producer.setdefault(v.producer, []).append(v)
     answers: dict[TopicPartition, ErrorCode] = {}
     for (pid, epoch), items in by_producer.items():
-        answers.update(
-            await service.verifier.verify(request.transactional_id, pid, epoch, [v.tp for v in items])
-        )
+        tps = [v.tp for v in items]
+        try:
+            answers.update(await service.verifier.verify(request.transactional_id, pid, epoch, tps))
+        except Exception:
+            log.exception("verifying %r failed", request.transactional_id)
+            answers.update(dict.fromkeys(tps, ErrorCode.UNKNOWN_SERVER_ERROR))
     replicas = ctx.services.replicas
     for v in verifying:
+        psm = v.partition.producer_state
         with _partition_errors(ctx, v.tp, v.out):
-            partition = replicas.leader_partition(v.tp)
-            psm = partition.producer_state
             try:
+                partition = replicas.leader_partition(v.tp)
                 error = answers.get(v.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
                 if error != ErrorCode.NONE:
                     message = (
@@ -210,7 +216,7 @@ async def _verify_then_append(
                         else None
                     )
                     raise KafkaError(error, message or f"transaction verification failed: {error.name}")
-                if partition.leader_epoch != v.leader_epoch:
+                if partition is not v.partition or partition.leader_epoch != v.leader_epoch:
                     raise KafkaError(
                         ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership changed during verification"
                     )
