@@ -51,13 +51,21 @@ def test_generate_check_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 # The only flexible versions the broker advertises: controller-answered admin APIs, the admin
 # APIs Kafka's clients use when offered (client quotas and SCRAM credentials among them), Fetch
-# and Metadata with topic ids, and UpdateMetadata v6-7 which zkafka's controller sends for its
-# topic ids (api_versions.py).
+# and Metadata with topic ids, UpdateMetadata v6-7 which zkafka's controller sends for its
+# topic ids, and the transaction APIs of Kafka 3.x/4.x clients with OffsetFetch's
+# require_stable (KIP-360/447/890) (api_versions.py).
 FLEXIBLE_ADVERTISED = {
     1: [12, 13],
     3: [9, 10, 11, 12],
     6: [6, 7],
+    9: [6, 7, 8],
     16: [3, 4],
+    22: [2, 3, 4],
+    24: [3, 4],
+    25: [3],
+    26: [3],
+    27: [1],
+    28: [3],
     35: [2, 3, 4],
     43: [2],
     44: [1],

@@ -469,6 +469,10 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = _key("transactional.id.expiration.ms", INT, 604800000,
                                                "idle time after which a transactional id is forgotten",
                                                at_least(1))
+    transaction_partition_verification_enable: bool = _key(
+        "transaction.partition.verification.enable", BOOLEAN, True,
+        "a partition leader asks the transaction coordinator before a transaction's first batch "
+        "(KIP-890)")
     producer_id_expiration_ms: int = _key("producer.id.expiration.ms", INT, 86400000,
                                           "idle time after which a producer id's state is dropped",
                                           at_least(1))

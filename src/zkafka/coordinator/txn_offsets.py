@@ -90,6 +90,14 @@ class TransactionalOffsets:
                 pending[tp] = v
         return {**results, **dict.fromkeys(values, error)}
 
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with a transactional commit still waiting for its marker
+        (OffsetFetch v7 `require_stable` answers them UNSTABLE_OFFSET_COMMIT, KIP-447)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {tp for pending in group.pending_txn_offsets.values() for tp in pending}
+
     def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:
         """The producer's marker is in `__consumer_offsets-<partition>`: apply or drop its offsets."""
         for group in self.groups.values():

@@ -50,7 +50,8 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.UPDATE_METADATA: (0, 7),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 2),
     ApiKey.OFFSET_COMMIT: (0, 7),  # v0: offsets in ZooKeeper (/consumers/<group>/offsets)
-    ApiKey.OFFSET_FETCH: (0, 5),
+    # v6+ flexible; v7 `require_stable` (KIP-447); v8 several groups at once (KIP-709).
+    ApiKey.OFFSET_FETCH: (0, 8),
     ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 5),
     ApiKey.HEARTBEAT: (0, 3),
@@ -61,7 +62,8 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.API_VERSIONS: (0, 2),
     ApiKey.CREATE_TOPICS: (0, 4),
     ApiKey.DELETE_TOPICS: (0, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # v2+ flexible; v3 carries the producer's last id and epoch (KIP-360); v4 answers PRODUCER_FENCED.
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.ALTER_CONFIGS: (0, 1),
@@ -91,14 +93,16 @@ BROKER_API_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     # SCRAM credentials (KIP-554): flexible from v0, like DescribeCluster; any broker answers both.
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    # Transactions (KIP-98): non-flexible versions; v2 of AddPartitionsToTxn/EndTxn may answer
-    # PRODUCER_FENCED (KIP-588); TxnOffsetCommit v2 carries the leader epoch (v3, KIP-447, is
-    # flexible). WriteTxnMarkers is broker to broker (zkafka's coordinator sends v0).
-    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 2),
-    ApiKey.ADD_OFFSETS_TO_TXN: (0, 2),
-    ApiKey.END_TXN: (0, 2),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 2),
-    ApiKey.WRITE_TXN_MARKERS: (0, 0),
+    # Transactions (KIP-98): v2 of AddPartitionsToTxn/AddOffsetsToTxn/EndTxn may answer
+    # PRODUCER_FENCED (KIP-588), v3 is flexible; TxnOffsetCommit v2 carries the leader epoch and
+    # v3 the member's generation, id and instance id (KIP-447). AddPartitionsToTxn v4 is the
+    # brokers' batched form with `verify_only` (KIP-890; Kafka's clients stop at v3).
+    # WriteTxnMarkers is broker to broker (v1 flexible; zkafka's coordinator sends v0).
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     # KIP-664, flexible from v0 (kafka-transactions and Kafka's admin client use them when offered).
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),

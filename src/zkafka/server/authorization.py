@@ -439,7 +439,43 @@ def _offset_commit(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     return _then(handler(ctx, request), fix) if denied else handler(ctx, request)
 
 
+def _offset_fetch_groups(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    """v8+ (several groups): Group:Describe per group (a refused group gets its own
+    GROUP_AUTHORIZATION_FAILED, the others are served), then Topic:Describe per topic as below."""
+    group_cls, topic_cls = _nested(ctx, "OffsetFetchResponseGroup"), _nested(ctx, "OffsetFetchResponseTopics")
+    part_cls = _nested(ctx, "OffsetFetchResponsePartitions")
+    refused_groups = [g for g in request.groups if not authorize(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
+    request.groups = [g for g in request.groups if g not in refused_groups]
+    every_topic = {g.group_id for g in request.groups if g.topics is None}
+    denied: dict[str, list[Any]] = {}
+    for g in request.groups:
+        if g.topics is not None:
+            allowed = authorized_names(ctx, Op.DESCRIBE, RT.TOPIC, (t.name for t in g.topics))
+            g.topics, denied[g.group_id] = _split(g.topics, allowed, "name")
+
+    def fix(response: Any) -> None:
+        for group in response.groups:
+            if group.group_id in every_topic:  # only the describable committed topics
+                allowed = authorized_names(
+                    ctx, Op.DESCRIBE, RT.TOPIC, (t.name for t in group.topics), audit=False
+                )
+                group.topics = [t for t in group.topics if t.name in allowed]
+            for t in denied.get(group.group_id, []):
+                parts = [
+                    part_cls(partition_index=i, committed_offset=-1, metadata="", error_code=TOPIC_DENIED)
+                    for i in t.partition_indexes
+                ]
+                group.topics.append(topic_cls(name=t.name, partitions=parts))
+        response.groups.extend(
+            group_cls(group_id=g.group_id, error_code=GROUP_DENIED) for g in refused_groups
+        )
+
+    return _serve_the_rest(ctx, request, handler, bool(request.groups), fix)
+
+
 def _offset_fetch(ctx: RequestContext, request: Any, handler: Handler) -> Any:
+    if ctx.api_version >= 8:
+        return _offset_fetch_groups(ctx, request, handler)
     topic_cls = _nested(ctx, "OffsetFetchResponseTopic")
     part_cls = _nested(ctx, "OffsetFetchResponsePartition")
     if not authorize(ctx, Op.DESCRIBE, RT.GROUP, request.group_id):
@@ -612,7 +648,12 @@ def _init_producer_id(ctx: RequestContext, request: Any, handler: Handler) -> An
 
 def _add_partitions_to_txn(ctx: RequestContext, request: Any, handler: Handler) -> Any:
     """TransactionalId:Write, then Topic:Write on every partition; one refusal and the coordinator
-    is not asked (the allowed partitions get OPERATION_NOT_ATTEMPTED)."""
+    is not asked (the allowed partitions get OPERATION_NOT_ATTEMPTED). v4+ is broker to broker
+    (KIP-890): Cluster:ClusterAction or a top-level CLUSTER_AUTHORIZATION_FAILED, as in Kafka."""
+    if ctx.api_version >= 4:
+        if authorize(ctx, Op.CLUSTER_ACTION, RT.CLUSTER):
+            return handler(ctx, request)
+        return _response(ctx, error_code=CLUSTER_DENIED)
     topics = request.v3_and_below_topics
     if not authorize(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
         allowed: set[str] = set()

@@ -139,7 +139,7 @@ class Broker:
         groups.start()
         producer_ids = ProducerIdManager(lambda: zk.run(KafkaZkClient.allocate_producer_id_block, broker_id))
         self.txn_coordinator = transactions = TxnCoordinatorService(
-            broker_id, cfg, replicas, metadata, logs, zk, producer_ids, groups.coordinator
+            broker_id, cfg, replicas, metadata, logs, zk, producer_ids, groups.coordinator, inter_broker
         )
         transactions.start()
         # Built now, started after registration: until then it is not active, and the

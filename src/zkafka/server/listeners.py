@@ -72,7 +72,11 @@ class Listeners:
                 return conn
 
             server = await loop.create_server(
-                factory, ep.host or None, ep.port, reuse_address=True, backlog=1024,
+                factory,
+                ep.host or None,
+                ep.port,
+                reuse_address=True,
+                backlog=1024,
                 ssl=sec.ssl_context if sec is not None else None,
             )
             self._servers.append(server)

@@ -1,7 +1,8 @@
 """The transaction coordinator (`zkafka.transactions`) wired into a broker: `__transaction_state`
 created on the first FindCoordinator with key type TRANSACTION, loading and unloading its
 partitions on LeaderAndIsr, producer ids from the broker's ZooKeeper blocks, markers through
-`txn_markers.TxnMarkerChannel`.
+`txn_markers.TxnMarkerChannel`, and the partition leaders' KIP-890 verification
+(`txn_verification.TxnVerifier`), both over the inter-broker listener with the broker's security.
 
 `__transaction_state` gets Kafka's configs: `transaction.state.log.num.partitions` partitions
 (50), `transaction.state.log.replication.factor` replicas (3, capped to the live brokers as for
@@ -14,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.coordinator.store import CoordinatorLogStore
+from zkafka.server.broker_links import BrokerLinks
 from zkafka.server.coordinator_service import CoordinatorAddress, CoordinatorTopic
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.producer_ids import ProducerIdManager
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.server.txn_markers import TransactionalOffsets, TxnMarkerChannel
+from zkafka.server.txn_verification import TxnVerifier
 from zkafka.server.zookeeper import ZooKeeper
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
@@ -51,9 +55,15 @@ class TxnCoordinatorService:
         zk: ZooKeeper,
         producer_ids: ProducerIdManager,
         groups: TransactionalOffsets | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
+        listener = config.inter_broker_listener_name
         self.markers = TxnMarkerChannel(
-            broker_id, replicas, metadata, config.inter_broker_listener_name, groups
+            broker_id,
+            replicas,
+            metadata,
+            BrokerLinks(broker_id, metadata, listener, security, "txn-markers"),
+            groups,
         )
         self.topic = CoordinatorTopic(
             TRANSACTION_STATE_TOPIC,
@@ -76,6 +86,14 @@ class TxnCoordinatorService:
             self.markers,
             num_partitions=self.topic.num_partitions,
         )
+        self._verify_links = BrokerLinks(broker_id, metadata, listener, security, "txn-verify")
+        self.verifier: TxnVerifier | None = (
+            TxnVerifier(broker_id, metadata, self.coordinator, self._verify_links)
+            if config.transaction_partition_verification_enable
+            else None
+        )
+        """KIP-890's check before a transaction's first batch on a partition; None when
+        `transaction.partition.verification.enable` is false."""
 
     def start(self) -> None:
         self.topic.apply_configs()
@@ -85,6 +103,7 @@ class TxnCoordinatorService:
         self.topic.stop()
         await self.coordinator.stop()
         self.markers.close()
+        self._verify_links.close()
 
     def on_leadership_changed(self, changes: Iterable[TopicPartition]) -> None:
         """After LeaderAndIsr: load the `__transaction_state` partitions now led here, unload

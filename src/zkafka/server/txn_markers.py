@@ -6,7 +6,8 @@ coordinator that leads the partition itself: one control batch per partition (th
 and epoch, the coordinator epoch in the marker record), appended with acks=all and waited for.
 `TxnMarkerChannel` is the coordinator side (`transactions.coordinator.MarkerWriter`): it groups
 the partitions by their leader in the metadata cache, writes locally or sends WriteTxnMarkers v0
-over the inter-broker listener, and reports what must be retried.
+over the inter-broker listener (`BrokerLinks`, with the broker's client security), and reports
+what must be retried.
 
 Per-partition outcomes: NONE is done; UNKNOWN_TOPIC_OR_PARTITION (the topic was deleted) is done
 as in Kafka; a fenced marker (TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH) is dropped
@@ -20,11 +21,12 @@ import logging
 from collections.abc import Iterable
 from typing import Final, Protocol
 
-from zkafka.client.connection import BrokerConnection, NoCommonVersionError
+from zkafka.client.connection import NoCommonVersionError
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from zkafka.records.batch import validate_batches
 from zkafka.records.record import build_end_txn_marker
+from zkafka.server.broker_links import BrokerLinks
 from zkafka.server.metadata_cache import MetadataCache
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.storage.naming import TopicPartition
@@ -87,20 +89,17 @@ class TxnMarkerChannel:
         broker_id: int,
         replicas: ReplicaManager,
         metadata: MetadataCache,
-        listener: str,
+        links: BrokerLinks,
         groups: TransactionalOffsets | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._groups = groups
         self._replicas = replicas
         self._metadata = metadata
-        self._listener = listener
-        self._connections: dict[int, BrokerConnection] = {}
+        self._links = links
 
     def close(self) -> None:
-        for conn in self._connections.values():
-            conn.close()
-        self._connections.clear()
+        self._links.close()
 
     async def write_markers(
         self,
@@ -169,13 +168,11 @@ class TxnMarkerChannel:
             ]
         )
         try:
-            conn = await self._connection(leader)
+            conn = await self._links.get(leader)
             response = await conn.send(request, version=0, timeout=MARKER_TIMEOUT_S + 5)
         except (TimeoutError, OSError, ConnectionError, NoCommonVersionError) as e:
             log.info("WriteTxnMarkers to broker %d failed: %s", leader, e)
-            stale = self._connections.pop(leader, None)
-            if stale is not None:
-                stale.close()
+            self._links.drop(leader)
             return {tp: ErrorCode.NETWORK_EXCEPTION for tp in partitions}
         assert isinstance(response, WriteTxnMarkersResponse)
         out = {tp: ErrorCode.NETWORK_EXCEPTION for tp in partitions}
@@ -184,17 +181,3 @@ class TxnMarkerChannel:
                 for p in t.partitions:
                     out[TopicPartition(t.name, p.partition_index)] = ErrorCode.lookup(p.error_code)
         return out
-
-    async def _connection(self, broker: int) -> BrokerConnection:
-        conn = self._connections.get(broker)
-        if conn is not None and not conn.is_closed:
-            return conn
-        info = self._metadata.brokers.get(broker)
-        endpoint = info.endpoint(self._listener) if info is not None else None
-        if endpoint is None:
-            raise ConnectionError(f"no {self._listener} endpoint known for broker {broker}")
-        conn = await BrokerConnection.open(
-            endpoint.host, endpoint.port, client_id=f"broker-{self._broker_id}-txn-markers"
-        )
-        self._connections[broker] = conn
-        return conn

@@ -23,6 +23,11 @@ last stable offset (LSO) is that or the high watermark, whichever is lower. Mark
 TRANSACTION_COORDINATOR_FENCED. A non-transactional batch from a producer with an open
 transaction is INVALID_TXN_STATE.
 
+KIP-890 (the leader's verification with the coordinator, `zkafka.server.txn_verification`):
+`has_ongoing_txn` says whether a batch needs one; `start_verification` hands out a guard that a
+marker for the producer invalidates, so an answer the coordinator gave for a transaction that has
+ended meanwhile is not used.
+
 Snapshots use Kafka's PidSnapshot v1 layout in `<20d>.snapshot` (end offset, exclusive), the
 open transaction's first offset included.
 """
@@ -140,6 +145,9 @@ class ProducerStateManager:
         self.map_end_offset = 0  # all batches below this offset are reflected in `producers`
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self.unreplicated: deque[CompletedTxn] = deque()  # completed, marker not yet below the HW
+        # KIP-890: producer id -> (epoch, guard) of a verification asked of the coordinator and
+        # not yet used; a marker for the producer drops it (the transaction it vouched for ended)
+        self.verifying: dict[int, tuple[int, object]] = {}
 
     # -- leader-side checks --------------------------------------------------------------------
     def check(self, header: BatchHeader) -> BatchMetadata | None:
@@ -198,6 +206,35 @@ class ProducerStateManager:
                 f"older than {entry.coordinator_epoch}"
             )
 
+    # -- KIP-890 verification (leader) --------------------------------------------------------------
+    def has_ongoing_txn(self, producer_id: int, epoch: int) -> bool:
+        """Has the producer a transaction open here at this epoch? Its batches then need no new
+        verification: the coordinator vouched for the partition when the transaction's first
+        batch came."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.epoch == epoch
+
+    def start_verification(self, producer_id: int, epoch: int) -> object:
+        """The guard of a verification about to be asked: `is_verified` with it stays true until
+        a marker for the producer (or a newer epoch's verification) lands."""
+        current = self.verifying.get(producer_id)
+        if current is not None and current[0] == epoch:
+            return current[1]
+        guard = object()
+        if current is None or current[0] < epoch:
+            self.verifying[producer_id] = (epoch, guard)
+        return guard
+
+    def is_verified(self, producer_id: int, epoch: int, guard: object) -> bool:
+        current = self.verifying.get(producer_id)
+        return current is not None and current == (epoch, guard)
+
+    def end_verification(self, producer_id: int, guard: object) -> None:
+        """The guard was used (its batch appended or refused): forget it."""
+        current = self.verifying.get(producer_id)
+        if current is not None and current[1] is guard:
+            del self.verifying[producer_id]
+
     # -- state updates (leader after append, followers, recovery) --------------------------------
     def update(self, header: BatchHeader, marker: tuple[bool, int] | None = None) -> CompletedTxn | None:
         """Record an appended batch (its header carries the assigned base offset). For a control
@@ -235,6 +272,7 @@ class ProducerStateManager:
     ) -> CompletedTxn | None:
         commit, coordinator_epoch = marker if marker is not None else (True, entry.coordinator_epoch)
         entry.coordinator_epoch = coordinator_epoch
+        self.verifying.pop(entry.producer_id, None)
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
         self.ongoing.pop(entry.producer_id, None)
@@ -292,11 +330,13 @@ class ProducerStateManager:
             entry.batches.extend(kept)
         self.unreplicated = deque(t for t in self.unreplicated if t.last_offset < offset)
         self.map_end_offset = min(self.map_end_offset, offset)
+        self.verifying.clear()
 
     def clear(self, start_offset: int = 0) -> None:
         self.producers.clear()
         self.ongoing.clear()
         self.unreplicated.clear()
+        self.verifying.clear()
         self.map_end_offset = start_offset
 
     def expire(self, now_ms: int, expiration_ms: int) -> None:

@@ -201,6 +201,8 @@ class TransactionCoordinator:
             md = self.transactions[partition].setdefault(
                 transactional_id, new_metadata(transactional_id, pid, timeout_ms, self._now_ms())
             )
+        if expected is not None and md.pending is None and not md.is_expected_producer(*expected):
+            return ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)  # KIP-360: a stale instance
         if md.state == TxnState.ONGOING and md.pending is None:
             # a new instance of the producer: fence the old one and abort what it left open;
             # the client retries and gets the next epoch once the abort is complete
@@ -237,6 +239,31 @@ class TransactionCoordinator:
         if isinstance(result, ErrorCode):
             return result
         return await self._write(partition, md, result)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4 `verify_only` (KIP-890): is each partition in the producer's
+        transaction? Nothing is written. A pending change is not waited for, as in Kafka: the
+        partitions a transaction holds are those of its last replicated record, and the leader
+        checks again when it appends."""
+        wanted = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_REQUEST)
+        error, partition = self._owned(transactional_id)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(wanted, error)
+        md = self.transactions[partition].get(transactional_id)
+        if md is None:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        error = md.verify_producer(producer_id, producer_epoch)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(wanted, error)
+        return {tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.INVALID_TXN_STATE for tp in wanted}
 
     # -- EndTxn -------------------------------------------------------------------------------------
     async def end_transaction(

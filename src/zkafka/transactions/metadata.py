@@ -139,7 +139,7 @@ class TransactionMetadata:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if self.state == TxnState.DEAD:
             return ErrorCode.CONCURRENT_TRANSACTIONS
-        if expected is not None and not self._is_valid_producer_id(*expected):
+        if expected is not None and not self.is_expected_producer(*expected):
             return ErrorCode.PRODUCER_FENCED
         if self.state == TxnState.ONGOING:
             raise IllegalTransitionError("an ongoing transaction is fenced first (prepare_fence)")
@@ -160,7 +160,7 @@ class TransactionMetadata:
         bumped = self.producer_epoch + 1
         if expected is None:
             epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
-        elif expected[1] in (NO_PRODUCER_EPOCH, self.producer_epoch):
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected[1] == self.producer_epoch:
             epoch, last_epoch = bumped, self.producer_epoch
         elif expected[1] == self.last_producer_epoch:
             # a retry of an InitProducerId that already bumped: answer the same epoch again
@@ -182,8 +182,12 @@ class TransactionMetadata:
             expected is None or expected[1] == self.producer_epoch
         )
 
-    def _is_valid_producer_id(self, producer_id: int, epoch: int) -> bool:
-        if producer_id == self.producer_id:
+    def is_expected_producer(self, producer_id: int, epoch: int) -> bool:
+        """KIP-360: may a producer that last had (`producer_id`, `epoch`) re-initialise? Yes for
+        an id with no epoch yet (a producer moving to this transactional id), for the current
+        producer id (the epoch is checked when it is bumped), and for the previous one at an
+        exhausted epoch (a retry of the InitProducerId that rotated it)."""
+        if self.producer_epoch == NO_PRODUCER_EPOCH or producer_id == self.producer_id:
             return True
         # after a rotation, the previous id at its last epoch is the same producer retrying
         return producer_id == self.last_producer_id and is_epoch_exhausted(epoch)
@@ -207,6 +211,14 @@ class TransactionMetadata:
         if epoch != self.producer_epoch:
             return ErrorCode.PRODUCER_FENCED
         return ErrorCode.NONE
+
+    def verify_producer(self, producer_id: int, epoch: int) -> ErrorCode:
+        """KIP-890's verification: NONE when the producer's current transaction may take data
+        (its partitions are then checked one by one), else the error the leader is told."""
+        error = self._check_producer(producer_id, epoch)
+        if error == ErrorCode.NONE and self.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return error
 
     def prepare_add_partitions(
         self, producer_id: int, epoch: int, partitions: Iterable[TopicPartition], now_ms: int

@@ -4,7 +4,9 @@
 """AddPartitionsToTxn (key 24): a transactional producer adds partitions to its transaction.
 
 Version notes: v1 is the same as v0; v2 lets the broker answer PRODUCER_FENCED; v3 is the first
-flexible version. v4+ (KIP-890, broker to broker, batched) is not described here.
+flexible version; v4 (KIP-890) is the broker-to-broker form: several transactions per request,
+each with `verify_only` (is the partition in the transaction? nothing is added), and a top-level
+error. v5 (TRANSACTION_ABORTABLE, KIP-890 part 2) is not described here.
 """
 
 from __future__ import annotations
@@ -15,11 +17,47 @@ from zkafka.protocol.message import DEFAULT, Message
 
 
 class AddPartitionsToTxnRequest(Message):
-    """AddPartitionsToTxn request (api key 24), versions 0-3 (flexible from v3)."""
+    """AddPartitionsToTxn request (api key 24), versions 0-4 (flexible from v3)."""
 
     API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = "AddPartitionsToTxn"
     KIND: ClassVar[str] = "request"
+
+    class AddPartitionsToTxnTransaction(Message):
+        __slots__ = ("producer_epoch", "producer_id", "topics", "transactional_id", "verify_only")
+        _FIELDS: ClassVar[tuple[str, ...]] = (
+            "transactional_id",
+            "producer_id",
+            "producer_epoch",
+            "verify_only",
+            "topics",
+        )
+
+        #: v0+
+        transactional_id: str
+        #: v0+
+        producer_id: int
+        #: v0+
+        producer_epoch: int
+        #: v0+
+        verify_only: bool
+        #: v0+
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
+
+        def __init__(
+            self,
+            *,
+            transactional_id: str = "",
+            producer_id: int = 0,
+            producer_epoch: int = 0,
+            verify_only: bool = False,
+            topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = DEFAULT,
+        ) -> None:
+            self.transactional_id = transactional_id
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.verify_only = verify_only
+            self.topics = [] if topics is DEFAULT else topics
 
     class AddPartitionsToTxnTopic(Message):
         __slots__ = ("name", "partitions")
@@ -40,35 +78,41 @@ class AddPartitionsToTxnRequest(Message):
             self.partitions = [] if partitions is DEFAULT else partitions
 
     __slots__ = (
+        "transactions",
         "v3_and_below_producer_epoch",
         "v3_and_below_producer_id",
         "v3_and_below_topics",
         "v3_and_below_transactional_id",
     )
     _FIELDS: ClassVar[tuple[str, ...]] = (
+        "transactions",
         "v3_and_below_transactional_id",
         "v3_and_below_producer_id",
         "v3_and_below_producer_epoch",
         "v3_and_below_topics",
     )
 
-    #: v0+
+    #: v4+
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
+    #: v0-3
     v3_and_below_transactional_id: str
-    #: v0+
+    #: v0-3
     v3_and_below_producer_id: int
-    #: v0+
+    #: v0-3
     v3_and_below_producer_epoch: int
-    #: v0+
+    #: v0-3
     v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
 
     def __init__(
         self,
         *,
+        transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = DEFAULT,
         v3_and_below_transactional_id: str = "",
         v3_and_below_producer_id: int = 0,
         v3_and_below_producer_epoch: int = 0,
         v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = DEFAULT,
     ) -> None:
+        self.transactions = [] if transactions is DEFAULT else transactions
         self.v3_and_below_transactional_id = v3_and_below_transactional_id
         self.v3_and_below_producer_id = v3_and_below_producer_id
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
@@ -76,11 +120,29 @@ class AddPartitionsToTxnRequest(Message):
 
 
 class AddPartitionsToTxnResponse(Message):
-    """AddPartitionsToTxn response (api key 24), versions 0-3 (flexible from v3)."""
+    """AddPartitionsToTxn response (api key 24), versions 0-4 (flexible from v3)."""
 
     API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = "AddPartitionsToTxn"
     KIND: ClassVar[str] = "response"
+
+    class AddPartitionsToTxnResult(Message):
+        __slots__ = ("topic_results", "transactional_id")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("transactional_id", "topic_results")
+
+        #: v0+
+        transactional_id: str
+        #: v0+
+        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
+
+        def __init__(
+            self,
+            *,
+            transactional_id: str = "",
+            topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = DEFAULT,
+        ) -> None:
+            self.transactional_id = transactional_id
+            self.topic_results = [] if topic_results is DEFAULT else topic_results
 
     class AddPartitionsToTxnTopicResult(Message):
         __slots__ = ("name", "results_by_partition")
@@ -120,23 +182,36 @@ class AddPartitionsToTxnResponse(Message):
             self.partition_index = partition_index
             self.partition_error_code = partition_error_code
 
-    __slots__ = ("results_by_topic_v3_and_below", "throttle_time_ms")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "results_by_topic_v3_and_below")
+    __slots__ = ("error_code", "results_by_topic_v3_and_below", "results_by_transaction", "throttle_time_ms")
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "throttle_time_ms",
+        "error_code",
+        "results_by_transaction",
+        "results_by_topic_v3_and_below",
+    )
 
     #: v0+
     throttle_time_ms: int
-    #: v0+
+    #: v4+
+    error_code: int
+    #: v4+
+    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
+    #: v0-3
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
 
     def __init__(
         self,
         *,
         throttle_time_ms: int = 0,
+        error_code: int = 0,
+        results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = DEFAULT,
         results_by_topic_v3_and_below: (
             list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
         ) = DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is DEFAULT else results_by_transaction
         if results_by_topic_v3_and_below is DEFAULT:
             results_by_topic_v3_and_below = []
         self.results_by_topic_v3_and_below = results_by_topic_v3_and_below

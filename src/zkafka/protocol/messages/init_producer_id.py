@@ -3,7 +3,9 @@
 # (tests/protocol check that this file is current).
 """InitProducerId (key 22): a producer id and epoch for idempotent/transactional producing.
 
-Version notes: v1 is the same as v0; v2 is the first flexible version.
+Version notes: v1 is the same as v0; v2 is the first flexible version; v3 adds the producer id
+and epoch the producer last had (KIP-360: the coordinator bumps that epoch instead of fencing
+it); v4 lets the broker answer PRODUCER_FENCED (KIP-588).
 """
 
 from __future__ import annotations
@@ -14,32 +16,45 @@ from zkafka.protocol.message import Message
 
 
 class InitProducerIdRequest(Message):
-    """InitProducerId request (api key 22), versions 0-2 (flexible from v2)."""
+    """InitProducerId request (api key 22), versions 0-4 (flexible from v2)."""
 
     API_KEY: ClassVar[int] = 22
     API_NAME: ClassVar[str] = "InitProducerId"
     KIND: ClassVar[str] = "request"
 
-    __slots__ = ("transaction_timeout_ms", "transactional_id")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("transactional_id", "transaction_timeout_ms")
+    __slots__ = ("producer_epoch", "producer_id", "transaction_timeout_ms", "transactional_id")
+    _FIELDS: ClassVar[tuple[str, ...]] = (
+        "transactional_id",
+        "transaction_timeout_ms",
+        "producer_id",
+        "producer_epoch",
+    )
 
     #: v0+; nullable v0+
     transactional_id: str | None
     #: v0+
     transaction_timeout_ms: int
+    #: v3+
+    producer_id: int
+    #: v3+
+    producer_epoch: int
 
     def __init__(
         self,
         *,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
 
 
 class InitProducerIdResponse(Message):
-    """InitProducerId response (api key 22), versions 0-2 (flexible from v2)."""
+    """InitProducerId response (api key 22), versions 0-4 (flexible from v2)."""
 
     API_KEY: ClassVar[int] = 22
     API_NAME: ClassVar[str] = "InitProducerId"

@@ -5,7 +5,10 @@
 
 Version notes: v1 reads from Kafka-stored offsets; v2 allows a null topic list (all topics)
 and adds a top-level error_code; v3 adds throttle_time_ms; v5 adds committed_leader_epoch;
-v6 is the first flexible version.
+v6 is the first flexible version; v7 adds `require_stable` (KIP-447: a partition with a
+transactional commit pending answers UNSTABLE_OFFSET_COMMIT); v8 asks for several groups at once
+(KIP-709: the group id and topics move into a per-group list, and so do the answers and the
+error). v9 (topic ids, KIP-848) is not described here.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from zkafka.protocol.message import DEFAULT, Message
 
 
 class OffsetFetchRequest(Message):
-    """OffsetFetch request (api key 9), versions 0-6 (flexible from v6)."""
+    """OffsetFetch request (api key 9), versions 0-8 (flexible from v6)."""
 
     API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = "OffsetFetch"
@@ -40,26 +43,70 @@ class OffsetFetchRequest(Message):
             self.name = name
             self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes
 
-    __slots__ = ("group_id", "topics")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics")
+    class OffsetFetchRequestGroup(Message):
+        __slots__ = ("group_id", "topics")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics")
 
-    #: v0+
+        #: v0+
+        group_id: str
+        #: v0+; nullable v8+
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
+
+        def __init__(
+            self,
+            *,
+            group_id: str = "",
+            topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = DEFAULT,
+        ) -> None:
+            self.group_id = group_id
+            self.topics = [] if topics is DEFAULT else topics
+
+    class OffsetFetchRequestTopics(Message):
+        __slots__ = ("name", "partition_indexes")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("name", "partition_indexes")
+
+        #: v0+
+        name: str
+        #: v0+
+        partition_indexes: list[int]
+
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            partition_indexes: list[int] = DEFAULT,
+        ) -> None:
+            self.name = name
+            self.partition_indexes = [] if partition_indexes is DEFAULT else partition_indexes
+
+    __slots__ = ("group_id", "groups", "require_stable", "topics")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics", "groups", "require_stable")
+
+    #: v0-7
     group_id: str
-    #: v0+; nullable v2+
+    #: v0-7; nullable v2-7
     topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
+    #: v8+
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
+    #: v7+
+    require_stable: bool
 
     def __init__(
         self,
         *,
         group_id: str = "",
         topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = DEFAULT,
+        groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = DEFAULT,
+        require_stable: bool = False,
     ) -> None:
         self.group_id = group_id
         self.topics = [] if topics is DEFAULT else topics
+        self.groups = [] if groups is DEFAULT else groups
+        self.require_stable = require_stable
 
 
 class OffsetFetchResponse(Message):
-    """OffsetFetch response (api key 9), versions 0-6 (flexible from v6)."""
+    """OffsetFetch response (api key 9), versions 0-8 (flexible from v6)."""
 
     API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = "OffsetFetch"
@@ -125,15 +172,99 @@ class OffsetFetchResponse(Message):
             self.metadata = metadata
             self.error_code = error_code
 
-    __slots__ = ("error_code", "throttle_time_ms", "topics")
-    _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "topics", "error_code")
+    class OffsetFetchResponseGroup(Message):
+        __slots__ = ("error_code", "group_id", "topics")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("group_id", "topics", "error_code")
+
+        #: v0+
+        group_id: str
+        #: v0+
+        topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
+        #: v0+
+        error_code: int
+
+        def __init__(
+            self,
+            *,
+            group_id: str = "",
+            topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = DEFAULT,
+            error_code: int = 0,
+        ) -> None:
+            self.group_id = group_id
+            self.topics = [] if topics is DEFAULT else topics
+            self.error_code = error_code
+
+    class OffsetFetchResponseTopics(Message):
+        __slots__ = ("name", "partitions")
+        _FIELDS: ClassVar[tuple[str, ...]] = ("name", "partitions")
+
+        #: v0+
+        name: str
+        #: v0+
+        partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
+
+        def __init__(
+            self,
+            *,
+            name: str = "",
+            partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = DEFAULT,
+        ) -> None:
+            self.name = name
+            self.partitions = [] if partitions is DEFAULT else partitions
+
+    class OffsetFetchResponsePartitions(Message):
+        __slots__ = (
+            "committed_leader_epoch",
+            "committed_offset",
+            "error_code",
+            "metadata",
+            "partition_index",
+        )
+        _FIELDS: ClassVar[tuple[str, ...]] = (
+            "partition_index",
+            "committed_offset",
+            "committed_leader_epoch",
+            "metadata",
+            "error_code",
+        )
+
+        #: v0+
+        partition_index: int
+        #: v0+
+        committed_offset: int
+        #: v0+
+        committed_leader_epoch: int
+        #: v0+; nullable v0+
+        metadata: str | None
+        #: v0+
+        error_code: int
+
+        def __init__(
+            self,
+            *,
+            partition_index: int = 0,
+            committed_offset: int = 0,
+            committed_leader_epoch: int = -1,
+            metadata: str | None = "",
+            error_code: int = 0,
+        ) -> None:
+            self.partition_index = partition_index
+            self.committed_offset = committed_offset
+            self.committed_leader_epoch = committed_leader_epoch
+            self.metadata = metadata
+            self.error_code = error_code
+
+    __slots__ = ("error_code", "groups", "throttle_time_ms", "topics")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("throttle_time_ms", "topics", "error_code", "groups")
 
     #: v3+
     throttle_time_ms: int
-    #: v0+
+    #: v0-7
     topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
-    #: v2+
+    #: v2-7
     error_code: int
+    #: v8+
+    groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
 
     def __init__(
         self,
@@ -141,7 +272,9 @@ class OffsetFetchResponse(Message):
         throttle_time_ms: int = 0,
         topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = DEFAULT,
         error_code: int = 0,
+        groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = DEFAULT,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is DEFAULT else topics
         self.error_code = error_code
+        self.groups = [] if groups is DEFAULT else groups

@@ -1,7 +1,8 @@
 """The group APIs: FindCoordinator (also for transactional ids, key type 1), JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
 Version 0 of OffsetCommit/OffsetFetch keeps offsets in ZooKeeper instead (`zk_offsets.py`), as
-Kafka does.
+Kafka does. OffsetFetch v7 `require_stable` answers an offset a transaction may still change with
+UNSTABLE_OFFSET_COMMIT (KIP-447), and v8 answers several groups in one request (KIP-709).
 
 Each handler turns a request into a call on the broker's group coordinator
 (`zkafka.coordinator`) and the result into the response of the request's version. JoinGroup and
@@ -12,6 +13,7 @@ wait for their records to be replicated.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
+from typing import Any
 
 from zkafka.coordinator.coordinator import CommitRequest, GroupCoordinator
 from zkafka.protocol import ErrorCode
@@ -220,35 +222,84 @@ def handle_offset_fetch(
 ) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
     if ctx.api_version == 0:
         return _zk_offset_fetch(ctx, request)
-    wanted = (
-        None
-        if request.topics is None
-        else [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
-    )
-    error, found = _coordinator(ctx).fetch_offsets(request.group_id, wanted)
-    # v1 has no top-level error: a group error is reported in every requested partition
-    partition_error = error if ctx.api_version < 2 else ErrorCode.NONE
-    if error != ErrorCode.NONE and ctx.api_version >= 2:
-        found = {}
-    elif error != ErrorCode.NONE:
-        found = dict.fromkeys(wanted or [])
-    by_topic: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartition]] = {}
-    for tp, om in found.items():
-        by_topic.setdefault(tp.topic, []).append(
+    require_stable = ctx.api_version >= 7 and request.require_stable
+    if ctx.api_version >= 8:  # several groups, each answered as v7 answers one (KIP-709)
+        _Resp = OffsetFetchResponse
+        groups = []
+        for g in request.groups:
+            error, found = _fetch_group(ctx, g.group_id, g.topics, require_stable)
+            by_topic: dict[str, list[_Resp.OffsetFetchResponsePartitions]] = {}
+            for tp, offset, epoch, metadata, code in found:
+                by_topic.setdefault(tp.topic, []).append(
+                    _Resp.OffsetFetchResponsePartitions(
+                        partition_index=tp.partition,
+                        committed_offset=offset,
+                        committed_leader_epoch=epoch,
+                        metadata=metadata,
+                        error_code=code,
+                    )
+                )
+            groups.append(
+                _Resp.OffsetFetchResponseGroup(
+                    group_id=g.group_id,
+                    error_code=error,
+                    topics=[
+                        _Resp.OffsetFetchResponseTopics(name=n, partitions=ps) for n, ps in by_topic.items()
+                    ],
+                )
+            )
+        return _Resp(groups=groups)
+    error, found = _fetch_group(ctx, request.group_id, request.topics, require_stable)
+    if error != ErrorCode.NONE and ctx.api_version < 2:
+        # v1 has no top-level error: a group error is reported in every requested partition
+        wanted = [TopicPartition(t.name, p) for t in request.topics or [] for p in t.partition_indexes]
+        found = [(tp, -1, -1, "", error) for tp in wanted]
+    by_topic1: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartition]] = {}
+    for tp, offset, epoch, metadata, code in found:
+        by_topic1.setdefault(tp.topic, []).append(
             OffsetFetchResponse.OffsetFetchResponsePartition(
                 partition_index=tp.partition,
-                committed_offset=-1 if om is None else om.offset,
-                committed_leader_epoch=-1 if om is None else om.leader_epoch,
-                metadata="" if om is None else om.metadata,
-                error_code=partition_error,
+                committed_offset=offset,
+                committed_leader_epoch=epoch,
+                metadata=metadata,
+                error_code=code,
             )
         )
     return OffsetFetchResponse(
         error_code=error,
         topics=[
-            OffsetFetchResponse.OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic.items()
+            OffsetFetchResponse.OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in by_topic1.items()
         ],
     )
+
+
+_Fetched = tuple[TopicPartition, int, int, str, ErrorCode]
+"""A partition's answer: (partition, offset, leader epoch, metadata, error)."""
+
+
+def _fetch_group(
+    ctx: RequestContext, group_id: str, topics: list[Any] | None, require_stable: bool
+) -> tuple[ErrorCode, list[_Fetched]]:
+    """One group's committed offsets for `topics` (None: every committed partition); with
+    `require_stable` (v7+, KIP-447) an offset a transaction may still change is answered
+    UNSTABLE_OFFSET_COMMIT instead. A group error leaves the list empty."""
+    wanted = (
+        None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+    )
+    coordinator = _coordinator(ctx)
+    error, found = coordinator.fetch_offsets(group_id, wanted)
+    if error != ErrorCode.NONE:
+        return error, []
+    unstable = coordinator.unstable_partitions(group_id) if require_stable else set()
+    out: list[_Fetched] = []
+    for tp, om in found.items():
+        if tp in unstable:
+            out.append((tp, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT))
+        elif om is None:
+            out.append((tp, -1, -1, "", ErrorCode.NONE))
+        else:
+            out.append((tp, om.offset, om.leader_epoch, om.metadata, ErrorCode.NONE))
+    return ErrorCode.NONE, out
 
 
 async def _zk_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:

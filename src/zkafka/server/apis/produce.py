@@ -12,13 +12,19 @@ are recorded and the response carries the KIP-219 throttle time (`zkafka.server.
 
 Transactional batches (KIP-98) go through the same producer-state checks; their producer's
 transaction stays open in the partition's state until the coordinator's marker closes it.
-Control batches from clients are refused: only WriteTxnMarkers writes markers.
+Control batches from clients are refused: only WriteTxnMarkers writes markers. A transactional
+batch that would open its producer's transaction on a partition waits for the transaction
+coordinator to confirm the partition was added (KIP-890, `server.txn_verification`); the
+request's other partitions are appended at once, and later batches of the open transaction go
+straight to the log.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
@@ -52,17 +58,34 @@ class RejectedRecordsError(KafkaError):
         self.record_errors = record_errors
 
 
-def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse | Awaitable[Resp]:
+@dataclass(slots=True)
+class _Verifying:
+    """A partition whose batches wait for the coordinator (KIP-890): validated, not appended."""
+
+    tp: TopicPartition
+    partition: Partition
+    batches: bytearray | memoryview
+    headers: list[BatchHeader]
+    producer: tuple[int, int]
+    leader_epoch: int
+    guard: object
+    out: Resp.PartitionProduceResponse
+
+
+def handle(
+    ctx: RequestContext, request: ProduceRequest
+) -> Resp | _NoResponse | Awaitable[Resp | _NoResponse]:
     replicas = ctx.services.replicas
     acks = request.acks
     results: dict[TopicPartition, Resp.PartitionProduceResponse] = {}
     waiting: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (required HW, leader epoch)
+    verifying: list[_Verifying] = []
     for t in request.topic_data:
         for pd in t.partition_data:
             tp = TopicPartition(t.name, pd.index)
             out = Resp.PartitionProduceResponse(index=pd.index, base_offset=-1)
             results[tp] = out
-            try:
+            with _partition_errors(ctx, tp, out):
                 if acks not in _ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
                 if is_internal_topic(t.name):
@@ -70,29 +93,146 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Resp | _NoResponse |
                         ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot produce to internal topic {t.name}"
                     )
                 partition = replicas.leader_partition(tp)
-                required = _append(ctx, partition, pd.records, acks, out)
+                batches, headers = _validate(ctx, partition, pd.records)
+                pending = _needs_verification(ctx, request, partition, batches, headers, out)
+                if pending is not None:
+                    verifying.append(pending)
+                    continue
+                required = _append(ctx, partition, batches, headers, acks, out)
                 if required is not None:
                     waiting[tp] = required
-            except RejectedRecordsError as e:
-                out.error_code, out.error_message = e.code, e.message
-                out.record_errors = [
-                    Resp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                    for i, m in e.record_errors
-                ]
-            except KafkaError as e:
-                out.error_code, out.error_message = e.code, e.message
-            except Exception:
-                log.exception("produce to %s failed", tp)
-                out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
-            if out.error_code and ctx.services.metrics is not None:
-                ctx.services.metrics.partition_error("Produce", t.name, out.error_code, produce=True)
     throttle = _produce_quota(ctx, request)
-    if acks == 0:
+    if verifying:
+        return _verify_then_append(ctx, request, results, waiting, verifying, throttle)
+    return _respond(ctx, results, waiting, request, throttle)
+
+
+def _respond(
+    ctx: RequestContext,
+    results: dict[TopicPartition, Resp.PartitionProduceResponse],
+    waiting: dict[TopicPartition, tuple[int, int]],
+    request: ProduceRequest,
+    throttle: int,
+) -> Resp | _NoResponse | Awaitable[Resp]:
+    if request.acks == 0:
         ctx.connection.throttle(throttle)  # no response to carry it: the mute alone slows the client
         return NO_RESPONSE
     if not waiting:
         return _response(results, throttle)
     return _await_replication(ctx, results, waiting, request.timeout_ms, throttle)
+
+
+@contextmanager
+def _partition_errors(
+    ctx: RequestContext, tp: TopicPartition, out: Resp.PartitionProduceResponse
+) -> Iterator[None]:
+    """A partition's failure becomes its answer (and its error metric); the others go on."""
+    try:
+        yield
+    except RejectedRecordsError as e:
+        out.error_code, out.error_message = e.code, e.message
+        out.record_errors = [
+            Resp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+            for i, m in e.record_errors
+        ]
+    except KafkaError as e:
+        out.error_code, out.error_message = e.code, e.message
+    except Exception:
+        log.exception("produce to %s failed", tp)
+        out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+    if out.error_code and ctx.services.metrics is not None:
+        ctx.services.metrics.partition_error("Produce", tp.topic, out.error_code, produce=True)
+
+
+# -- KIP-890: the coordinator vouches for a transaction's first batch on a partition --------------------
+
+
+def _needs_verification(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    partition: Partition,
+    batches: bytearray | memoryview,
+    headers: list[BatchHeader],
+    out: Resp.PartitionProduceResponse,
+) -> _Verifying | None:
+    """The partition's pending verification when its transactional batch would open a transaction
+    here; None when it may be appended now (not transactional, verification off, or the producer's
+    transaction is already open here at this epoch: the per-partition cache, free)."""
+    first = next((h for h in headers if h.is_transactional), None)
+    if first is None:
+        return None
+    service = ctx.services.transactions
+    if service is None or service.verifier is None:
+        return None
+    pid, epoch = first.producer_id, first.producer_epoch
+    psm = partition.producer_state
+    if psm.has_ongoing_txn(pid, epoch):
+        return None
+    if request.transactional_id is None:
+        # Kafka refuses transactional records without their id: nothing to verify them against
+        raise KafkaError(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need a transactional_id"
+        )
+    if any(h.producer_id != pid or h.producer_epoch != epoch for h in headers):
+        raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "batches of more than one producer")
+    guard = psm.start_verification(pid, epoch)
+    return _Verifying(
+        partition.tp, partition, batches, headers, (pid, epoch), partition.leader_epoch, guard, out
+    )
+
+
+async def _verify_then_append(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    results: dict[TopicPartition, Resp.PartitionProduceResponse],
+    waiting: dict[TopicPartition, tuple[int, int]],
+    verifying: list[_Verifying],
+    throttle: int,
+) -> Resp | _NoResponse:
+    service = ctx.services.transactions
+    assert service is not None and service.verifier is not None and request.transactional_id is not None
+    by_producer: dict[tuple[int, int], list[_Verifying]] = {}
+    for v in verifying:
+        by_producer.setdefault(v.producer, []).append(v)
+    answers: dict[TopicPartition, ErrorCode] = {}
+    for (pid, epoch), items in by_producer.items():
+        tps = [v.tp for v in items]
+        try:
+            answers.update(await service.verifier.verify(request.transactional_id, pid, epoch, tps))
+        except Exception:
+            log.exception("verifying %r failed", request.transactional_id)
+            answers.update(dict.fromkeys(tps, ErrorCode.UNKNOWN_SERVER_ERROR))
+    replicas = ctx.services.replicas
+    for v in verifying:
+        psm = v.partition.producer_state
+        with _partition_errors(ctx, v.tp, v.out):
+            try:
+                partition = replicas.leader_partition(v.tp)
+                error = answers.get(v.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if error != ErrorCode.NONE:
+                    message = (
+                        "the partition is not in the transaction"
+                        if error == ErrorCode.INVALID_TXN_STATE
+                        else None
+                    )
+                    raise KafkaError(error, message or f"transaction verification failed: {error.name}")
+                if partition is not v.partition or partition.leader_epoch != v.leader_epoch:
+                    raise KafkaError(
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership changed during verification"
+                    )
+                pid, epoch = v.producer
+                if not (psm.is_verified(pid, epoch, v.guard) or psm.has_ongoing_txn(pid, epoch)):
+                    # a marker landed while the coordinator was asked: that transaction is over
+                    raise KafkaError(ErrorCode.INVALID_TXN_STATE, "the transaction ended during verification")
+                required = _append(ctx, partition, v.batches, v.headers, request.acks, v.out)
+                if required is not None:
+                    waiting[v.tp] = required
+            finally:
+                psm.end_verification(v.producer[0], v.guard)
+    response = _respond(ctx, results, waiting, request, throttle)
+    if isinstance(response, (Resp, _NoResponse)):
+        return response
+    return await response
 
 
 def _produce_quota(ctx: RequestContext, request: ProduceRequest) -> int:
@@ -105,11 +245,11 @@ def _produce_quota(ctx: RequestContext, request: ProduceRequest) -> int:
     return quotas.produce(ctx.principal, ctx.header.client_id, size)
 
 
-def _append(
-    ctx: RequestContext, partition: Partition, records: object, acks: int, out: Resp.PartitionProduceResponse
-) -> tuple[int, int] | None:
-    """Append one partition's batches; for acks=all, (the high watermark to wait for, the leader
-    epoch it must be reached in)."""
+def _validate(
+    ctx: RequestContext, partition: Partition, records: object
+) -> tuple[bytearray | memoryview, list[BatchHeader]]:
+    """One partition's batches checked at the header level (and per record where the topic's
+    config asks): the batches to append and their headers."""
     if records is None or len(records) == 0:  # type: ignore[arg-type]
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "empty record set")
     # The network layer hands us a frame we own: the records are a writable view into it, so
@@ -136,6 +276,19 @@ def _append(
     config = partition.log.config
     if config.compact or _limits_timestamps(config):
         _check_records(batches, headers, config, ctx.services.replicas.now_ms())
+    return batches, headers
+
+
+def _append(
+    ctx: RequestContext,
+    partition: Partition,
+    batches: bytearray | memoryview,
+    headers: list[BatchHeader],
+    acks: int,
+    out: Resp.PartitionProduceResponse,
+) -> tuple[int, int] | None:
+    """Append one partition's validated batches; for acks=all, (the high watermark to wait for,
+    the leader epoch it must be reached in)."""
     check_min_isr(partition, acks)  # before the duplicate check, as Kafka orders them
     duplicate = partition.check_producer_state(headers)
     if duplicate is not None:

@@ -2,8 +2,12 @@
 id, the transaction coordinator's answer (the id's producer id with its epoch bumped, fencing the
 previous instance of the producer).
 
-Kafka answers PRODUCER_FENCED only to InitProducerId v4+ (KIP-588); older versions get
-INVALID_PRODUCER_EPOCH instead.
+v3+ (KIP-360) may carry the producer id and epoch the producer last had: for a transactional id
+the coordinator then bumps that epoch (a retry gets the same answer) instead of treating the call as
+a new instance, and answers PRODUCER_FENCED when the pair is stale; only one of the two set is
+INVALID_REQUEST, as in Kafka. An idempotent producer (no transactional id) always gets a fresh
+producer id, as Kafka gives it. Kafka answers PRODUCER_FENCED only to InitProducerId v4+
+(KIP-588); older versions get INVALID_PRODUCER_EPOCH instead.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from zkafka.server.dispatcher import RequestContext
+from zkafka.transactions.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +39,16 @@ async def _transactional(ctx: RequestContext, request: InitProducerIdRequest) ->
     transactions = ctx.services.transactions
     if transactions is None:
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1)
+    expected: tuple[int, int] | None = None
+    if ctx.api_version >= 3:
+        pid, epoch = request.producer_id, request.producer_epoch
+        if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+            return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1)
+        if pid != NO_PRODUCER_ID:
+            expected = (pid, epoch)
     try:
         result = await transactions.coordinator.init_producer_id(
-            request.transactional_id or "", request.transaction_timeout_ms
+            request.transactional_id or "", request.transaction_timeout_ms, expected
         )
     except Exception:
         log.exception("InitProducerId for %r failed", request.transactional_id)

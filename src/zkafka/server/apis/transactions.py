@@ -8,7 +8,10 @@ transaction's marker reaches it and TxnOffsetCommit's offsets become the group's
 
 AddPartitionsToTxn checks every partition against the metadata first, as Kafka does: if one is
 unknown, it gets UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
-coordinator is not asked. Before v2 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
+coordinator is not asked. v4 (KIP-890) is the form partition leaders send: a list of
+transactions, each either added or, with `verify_only`, only checked (`server.txn_verification`
+sends it before a producer's first transactional batch lands on a partition).
+Before v2 of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn,
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 """
 
@@ -62,10 +65,44 @@ def _coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
 # -- AddPartitionsToTxn --------------------------------------------------------------------------------
 
 _AddResp = AddPartitionsToTxnResponse
+_AddReq = AddPartitionsToTxnRequest
 
 
-async def handle_add_partitions(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> _AddResp:
-    wanted = [TopicPartition(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+async def handle_add_partitions(ctx: RequestContext, request: _AddReq) -> _AddResp:
+    if ctx.api_version < 4:
+        outcome = await _add_partitions(
+            ctx,
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            request.v3_and_below_topics,
+            verify_only=False,
+        )
+        return _AddResp(results_by_topic_v3_and_below=_topic_results(outcome))
+    # v4 (KIP-890): brokers verifying (or adding, for a future client-side batching) for several
+    # transactional ids; the authorizer allowed it only to ClusterAction principals
+    results = []
+    for txn in request.transactions:
+        outcome = await _add_partitions(
+            ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only
+        )
+        results.append(
+            _AddResp.AddPartitionsToTxnResult(
+                transactional_id=txn.transactional_id, topic_results=_topic_results(outcome)
+            )
+        )
+    return _AddResp(results_by_transaction=results)
+
+
+async def _add_partitions(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    topics: list[_AddReq.AddPartitionsToTxnTopic],
+    verify_only: bool,
+) -> dict[TopicPartition, ErrorCode]:
+    wanted = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
     metadata = ctx.services.metadata
     errors = {
         tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -73,20 +110,17 @@ async def handle_add_partitions(ctx: RequestContext, request: AddPartitionsToTxn
         if is_internal_topic(tp.topic) or metadata.partition(tp.topic, tp.partition) is None
     }
     if errors:
-        outcome = {tp: errors.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
-    else:
-        coordinator = _coordinator(ctx)
-        if coordinator is None:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        else:
-            error = await coordinator.add_partitions(
-                request.v3_and_below_transactional_id,
-                request.v3_and_below_producer_id,
-                request.v3_and_below_producer_epoch,
-                wanted,
-            )
-        error = _fenced_as_epoch(error, ctx.api_version)
-        outcome = dict.fromkeys(wanted, error)
+        return {tp: errors.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
+    coordinator = _coordinator(ctx)
+    if coordinator is None:
+        return dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if verify_only:
+        return coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, wanted)
+    error = await coordinator.add_partitions(transactional_id, producer_id, producer_epoch, wanted)
+    return dict.fromkeys(wanted, _fenced_as_epoch(error, ctx.api_version))
+
+
+def _topic_results(outcome: dict[TopicPartition, ErrorCode]) -> list[_AddResp.AddPartitionsToTxnTopicResult]:
     by_topic: dict[str, list[_AddResp.AddPartitionsToTxnPartitionResult]] = {}
     for tp, error in outcome.items():
         by_topic.setdefault(tp.topic, []).append(
@@ -94,12 +128,9 @@ async def handle_add_partitions(ctx: RequestContext, request: AddPartitionsToTxn
                 partition_index=tp.partition, partition_error_code=error
             )
         )
-    return _AddResp(
-        results_by_topic_v3_and_below=[
-            _AddResp.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
-            for t, ps in by_topic.items()
-        ]
-    )
+    return [
+        _AddResp.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()
+    ]
 
 
 # -- AddOffsetsToTxn ---------------------------------------------------------------------------------
