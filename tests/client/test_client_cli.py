@@ -227,7 +227,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
     # the last one, with nowhere to move its leaderships, stops at once instead of retrying.
     logs = [p.read_text() for p in sorted(directory.glob("broker-*/server.log"))]
     assert sum("controlled shutdown succeeded" in text for text in logs) == 1
-    assert sum("no other live broker can take over" in text for text in logs) == 1
+    assert sum("no other live in-sync replica can take over" in text for text in logs) == 1
     assert not any("did not complete" in text for text in logs)
     assert not any("clean shutdown: False" in text for text in logs)  # fresh brokers: nothing to recover
     assert not LocalCluster.load(directory).running()

@@ -23,7 +23,8 @@ from enum import IntEnum
 from typing import Any, Self, TypeVar
 
 from zkafka.client import user_scram
-from zkafka.client.cluster import BrokerMetadata, Cluster, TopicMetadata
+from zkafka.client.cluster import BrokerMetadata, TopicMetadata
+from zkafka.client.cluster_client import ClusterClient
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import BrokerUnavailableError, ClientTimeoutError, ConfigError
 from zkafka.client.offsets import READ_UNCOMMITTED, list_offsets, offset_spec
@@ -226,7 +227,7 @@ class LogDirDescription:
 # -- the client ----------------------------------------------------------------------------------
 
 
-class AdminClient:
+class AdminClient(ClusterClient):
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str] | None = None,
@@ -238,7 +239,7 @@ class AdminClient:
         retry_backoff_ms: int = 100,
         security: ClientSecurity | None = None,
     ) -> None:
-        self.cluster = Cluster(
+        super().__init__(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
             zookeeper_listener_name=zookeeper_listener_name,
@@ -247,15 +248,6 @@ class AdminClient:
             retry_backoff_ms=retry_backoff_ms,
             security=security,
         )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.cluster.close()
 
     # -- cluster ---------------------------------------------------------------------------------
     async def describe_cluster(self) -> ClusterDescription:

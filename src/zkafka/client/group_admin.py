@@ -14,16 +14,14 @@ move) are retried with backoff until `request_timeout_ms`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from zkafka.client.cluster import Cluster
+from zkafka.client.cluster_client import ClusterClient, RetriableAnswer
 from zkafka.client.connection import ConnectionError_
-from zkafka.client.errors import BrokerUnavailableError
 from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
@@ -67,12 +65,11 @@ MAX_VERSIONS = {
 _MAX = MAX_VERSIONS
 
 
-class CoordinatorRetry(Exception):
+class CoordinatorRetry(RetriableAnswer):
     """A coordinator error: find the coordinator again and retry."""
 
     def __init__(self, code: ErrorCode) -> None:
-        super().__init__(code.name)
-        self.code = code
+        super().__init__(code, "the coordinator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +92,7 @@ class GroupDescription:
     coordinator: int
 
 
-class GroupAdmin:
+class GroupAdmin(ClusterClient):
     def __init__(
         self,
         bootstrap_servers: str | list[str] | None = None,
@@ -107,7 +104,7 @@ class GroupAdmin:
         retry_backoff_ms: int = 100,
         security: ClientSecurity | None = None,
     ) -> None:
-        self.cluster = Cluster(
+        super().__init__(
             bootstrap_servers,
             zookeeper_connect=zookeeper_connect,
             zookeeper_listener_name=zookeeper_listener_name,
@@ -118,15 +115,6 @@ class GroupAdmin:
         )
         self._coordinators: dict[str, int] = {}
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.cluster.close()
-
     # -- coordinator lookup -----------------------------------------------------------------------
     async def coordinator(self, group: str, *, refresh: bool = False) -> int:
         """The broker id coordinating `group` (FindCoordinator, retried while not available)."""
@@ -136,20 +124,6 @@ class GroupAdmin:
         node = await self._retrying(lambda: find_coordinator(self.cluster, group, GROUP_KEY))
         self._coordinators[group] = node
         return node
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + self.cluster.request_timeout
-        while True:
-            try:
-                return await attempt()
-            except (CoordinatorRetry, ConnectionError_, BrokerUnavailableError) as e:
-                if time.monotonic() >= deadline:
-                    if isinstance(e, CoordinatorRetry):
-                        raise KafkaError(
-                            e.code, f"the group coordinator stayed unavailable: {e.code.message}"
-                        ) from None
-                    raise
-                await asyncio.sleep(self.cluster.retry_backoff)
 
     async def _to_coordinator(self, group: str, build: Callable[[int], Awaitable[T]]) -> T:
         """Run `build(coordinator id)`; on a coordinator error look the coordinator up again."""

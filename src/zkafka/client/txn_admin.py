@@ -22,15 +22,13 @@ item by the calls that answer per item.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import TypeVar
 
-from zkafka.client.cluster import Cluster, ClusterMetadata
-from zkafka.client.connection import ConnectionError_
-from zkafka.client.errors import BrokerUnavailableError
+from zkafka.client.cluster import ClusterMetadata
+from zkafka.client.cluster_client import ClusterClient, RetriableAnswer
 from zkafka.client.security import ClientSecurity
 from zkafka.client.types import TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
@@ -130,20 +128,13 @@ class OpenTransaction:
     producer: ProducerState
 
 
-class _Retry(Exception):
-    def __init__(self, code: ErrorCode, what: str) -> None:
-        super().__init__(f"{what}: {code.name}")
-        self.code = code
-        self.what = what
-
-
 def _check(code: int, what: str, message: str | None = None) -> None:
-    """Raise `_Retry` for a retriable error code, `KafkaError` for any other."""
+    """Raise `RetriableAnswer` for a retriable error code, `KafkaError` for any other."""
     if code == ErrorCode.NONE:
         return
     error = ErrorCode.lookup(code)
     if error in RETRIABLE:
-        raise _Retry(error, what)
+        raise RetriableAnswer(error, what)
     raise KafkaError(error, f"{what}: {message or error.message}")
 
 
@@ -158,7 +149,7 @@ def _missing(meta: ClusterMetadata, tp: TopicPartition) -> KafkaError | None:
     return None
 
 
-class TransactionAdmin:
+class TransactionAdmin(ClusterClient):
     def __init__(
         self,
         bootstrap_servers: str | list[str] | None = None,
@@ -168,34 +159,13 @@ class TransactionAdmin:
         retry_backoff_ms: int = 100,
         security: ClientSecurity | None = None,
     ) -> None:
-        self.cluster = Cluster(
+        super().__init__(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
             security=security,
         )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.cluster.close()
-
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        deadline = time.monotonic() + self.cluster.request_timeout
-        while True:
-            try:
-                return await attempt()
-            except (_Retry, ConnectionError_, BrokerUnavailableError) as e:
-                if time.monotonic() >= deadline:
-                    if isinstance(e, _Retry):
-                        raise KafkaError(e.code, f"{e.what}: still {e.code.name} after retrying") from None
-                    raise
-                await asyncio.sleep(self.cluster.retry_backoff)
 
     # -- ListTransactions --------------------------------------------------------------------------
     async def list_transactions(
@@ -329,7 +299,7 @@ class TransactionAdmin:
             target = broker if fixed else self.cluster.metadata.leader(tps[0])
             if target < 0:
                 await self.cluster.refresh(list(by_topic))
-                raise _Retry(ErrorCode.LEADER_NOT_AVAILABLE, f"DescribeProducers of {tps[0]}")
+                raise RetriableAnswer(ErrorCode.LEADER_NOT_AVAILABLE, f"DescribeProducers of {tps[0]}")
             resp = await self.cluster.send(target, request)
             assert isinstance(resp, DescribeProducersResponse)
             for t in resp.topics:
@@ -338,7 +308,7 @@ class TransactionAdmin:
                     error = ErrorCode.lookup(p.error_code)
                     if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and not fixed:
                         await self.cluster.refresh(list(by_topic))
-                        raise _Retry(error, f"DescribeProducers of {tp.topic}-{tp.partition}")
+                        raise RetriableAnswer(error, f"DescribeProducers of {tp.topic}-{tp.partition}")
                     if error != ErrorCode.NONE:
                         out[tp] = KafkaError(error, p.error_message or error.message)
                         continue
@@ -390,7 +360,7 @@ class TransactionAdmin:
                 raise missing
             leader = meta.leader(tp)
             if leader < 0:
-                raise _Retry(ErrorCode.LEADER_NOT_AVAILABLE, what)
+                raise RetriableAnswer(ErrorCode.LEADER_NOT_AVAILABLE, what)
             resp = await self.cluster.send(leader, request, max_version=MAX_VERSIONS[WriteTxnMarkersRequest])
             assert isinstance(resp, WriteTxnMarkersResponse)
             codes = [p.error_code for m in resp.markers for t in m.topics for p in t.partitions]
