@@ -31,6 +31,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 KINDS = (
     "lost",
@@ -224,7 +225,7 @@ def check(
     found += _check_reads(reads, at)
     found += _check_groups(reads, commits, at)
     verdict.totals = Counter(a.kind for a in found)
-    verdict.anomalies = _bounded(found, max_per_kind)
+    verdict.anomalies = bounded(found, max_per_kind)
     return verdict
 
 
@@ -305,8 +306,17 @@ def _between(sorted_offsets: list[int], low: int, high: int) -> int:
     return max(0, bisect_left(sorted_offsets, high) - bisect_right(sorted_offsets, low))
 
 
-def _bounded(found: list[Anomaly], max_per_kind: int) -> list[Anomaly]:
-    kept: list[Anomaly] = []
+class _Kinded(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+
+K = TypeVar("K", bound=_Kinded)
+
+
+def bounded(found: list[K], max_per_kind: int) -> list[K]:
+    """The first `max_per_kind` of each kind, in the order found (both checkers' verdicts)."""
+    kept: list[K] = []
     per_kind: Counter[str] = Counter()
     for a in found:
         per_kind[a.kind] += 1

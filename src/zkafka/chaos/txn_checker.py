@@ -36,6 +36,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from zkafka.chaos.checker import bounded
+
 KINDS = ("lost", "duplicate", "aborted_read", "torn", "backwards", "skip")
 
 Outcome = Literal["commit", "abort", "unknown"]
@@ -214,7 +216,7 @@ def check_transactions(
     verdict = Verdict(inputs=len(inputs), visible=len(visible), distinct=len(places))
     verdict.aborted_txns = sorted(aborted)
     verdict.totals = Counter(a.kind for a in found)
-    verdict.anomalies = _bounded(found, max_per_kind)
+    verdict.anomalies = bounded(found, max_per_kind)
     return verdict
 
 
@@ -231,16 +233,6 @@ def _jump_over(offsets: list[int], offset: int) -> tuple[int, int] | None:
 def _sample(items: Sequence[object], n: int = 5) -> str:
     shown = ", ".join(str(i) for i in items[:n])
     return shown + (f" and {len(items) - n} more" if len(items) > n else "")
-
-
-def _bounded(found: list[Anomaly], max_per_kind: int) -> list[Anomaly]:
-    kept: list[Anomaly] = []
-    per_kind: Counter[str] = Counter()
-    for a in found:
-        per_kind[a.kind] += 1
-        if per_kind[a.kind] <= max_per_kind:
-            kept.append(a)
-    return kept
 
 
 def outputs_of(records: Iterable[tuple[str, int, int, bytes | None]]) -> list[Output]:
