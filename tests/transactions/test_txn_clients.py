@@ -1,6 +1,7 @@
 """The transaction coordinator against a real broker process and a real client: confluent-kafka's
 transactional producer finds its coordinator (`__transaction_state` created on first use) and
-initialises; a second instance with the same transactional.id bumps the epoch."""
+initialises; a second instance with the same transactional.id bumps the epoch; bad transaction
+requests on the wire get Kafka's error codes."""
 
 from __future__ import annotations
 
@@ -151,3 +152,92 @@ def test_describe_and_list_transactions_and_producers(cluster: LocalCluster) -> 
         if described.transaction_states[0].transaction_state == "CompleteAbort":  # type: ignore[attr-defined]
             break
     assert described.transaction_states[0].transaction_state == "CompleteAbort"  # type: ignore[attr-defined]
+
+
+async def _bad_requests(cluster: LocalCluster, txn_id: str, topic: str) -> dict[str, object]:
+    """Hostile or mistaken transaction requests on one connection, then an ordinary request: each
+    gets Kafka's error and the connection keeps serving."""
+    from zkafka.protocol.messages import AddPartitionsToTxnRequest, ApiVersionsRequest, EndTxnRequest
+
+    conn = await BrokerConnection.open("127.0.0.1", cluster.brokers[1].port)
+    try:
+        for _ in range(200):  # __transaction_state created on first use
+            found = await conn.send(FindCoordinatorRequest(key=txn_id, key_type=1), version=2)
+            if found.error_code == 0:
+                break
+            await asyncio.sleep(0.1)
+        for _ in range(100):
+            init = await conn.send(
+                InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=10_000), version=1
+            )
+            if init.error_code not in (14, 15):
+                break
+            await asyncio.sleep(0.1)
+        assert init.error_code == 0, init
+        pid, epoch = init.producer_id, init.producer_epoch
+        Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+
+        def add(
+            topics: list[tuple[str, list[int]]], *, producer_epoch: int = epoch
+        ) -> AddPartitionsToTxnRequest:
+            return AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txn_id,
+                v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=producer_epoch,
+                v3_and_below_topics=[Topic(name=n, partitions=ps) for n, ps in topics],
+            )
+
+        def codes(resp: object) -> dict[tuple[str, int], int]:
+            return {
+                (t.name, p.partition_index): p.partition_error_code
+                for t in resp.results_by_topic_v3_and_below  # type: ignore[attr-defined]
+                for p in t.results_by_partition
+            }
+
+        return {
+            "end_unknown_id": await conn.send(
+                EndTxnRequest(
+                    transactional_id=f"{txn_id}-nobody", producer_id=pid, producer_epoch=0, committed=True
+                ),
+                version=2,
+            ),
+            "end_wrong_pid": await conn.send(
+                EndTxnRequest(
+                    transactional_id=txn_id, producer_id=pid + 1000, producer_epoch=epoch, committed=True
+                ),
+                version=2,
+            ),
+            "end_nothing_open": await conn.send(
+                EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=True),
+                version=2,
+            ),
+            "add_unknown_topic": codes(
+                await conn.send(add([(topic, [0]), ("no-such-topic", [0]), (topic, [7])]), version=2)
+            ),
+            "add_old_epoch": codes(await conn.send(add([(topic, [0])], producer_epoch=epoch - 1), version=2)),
+            "still_serving": await conn.send(ApiVersionsRequest(), version=0),
+        }
+    finally:
+        conn.close()
+
+
+def test_bad_transaction_requests_get_kafkas_errors(cluster: LocalCluster) -> None:
+    """EndTxn for an unknown transactional id or producer id, EndTxn with nothing open,
+    AddPartitionsToTxn naming unknown topics or partitions, or from a fenced epoch: Kafka's codes
+    (TransactionCoordinator's and KafkaApis' answers), nothing written, the broker still serving."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    topic = f"bad-txn-{uuid.uuid4().hex[:6]}"
+    for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        f.result(30)
+    txn_id = _txn_id()
+    asyncio.run(_wire(cluster, txn_id))  # three epochs: 0, 1, 2
+    got = asyncio.run(_bad_requests(cluster, txn_id, topic))
+    assert got["end_unknown_id"].error_code == 49  # type: ignore[attr-defined]  # INVALID_PRODUCER_ID_MAPPING
+    assert got["end_wrong_pid"].error_code == 49  # type: ignore[attr-defined]
+    assert got["end_nothing_open"].error_code == 48  # type: ignore[attr-defined]  # INVALID_TXN_STATE
+    # the unknown ones UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED, as KafkaApis answers
+    assert got["add_unknown_topic"] == {(topic, 0): 55, ("no-such-topic", 0): 3, (topic, 7): 3}
+    assert set(got["add_old_epoch"].values()) == {90}  # type: ignore[attr-defined]  # PRODUCER_FENCED (v2)
+    assert got["still_serving"].error_code == 0  # type: ignore[attr-defined]
