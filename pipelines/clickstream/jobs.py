@@ -53,7 +53,8 @@ def page_windows(records: DataFrame) -> DataFrame:
 def start_streaming_jobs(
     spark: SparkSession, client: dict[str, str], topic: str, stats_topic: str, workdir: Path, **trigger: Any
 ) -> list[Any]:
-    """Two queries over the events topic: windows to Parquet, and the same windows to a topic.
+    """Two queries over the events topic: windows to Parquet, and the same windows to a topic
+    (exactly once, in transactions).
     `client` holds the connection options (kafka.bootstrap.servers or zkafka.zookeeper.connect)."""
     records = spark.readStream.format("zkafka").options(**client).option("subscribe", topic)
     windows = page_windows(records.option("startingOffsets", "earliest").load())
@@ -83,6 +84,9 @@ def start_streaming_jobs(
         .writeStream.format("zkafka")
         .options(**client)
         .option("topic", stats_topic)
+        # exactly once: each task's rows and its progress marker in one Kafka transaction, so a
+        # replayed micro-batch (after a driver or executor failure) is not written twice
+        .option("transactional.id.prefix", f"clickstream-{stats_topic}")
         .option("checkpointLocation", str(workdir / "checkpoints" / "topic"))
         .trigger(**trigger)
         .start()
@@ -108,7 +112,11 @@ def batch_totals(
 
 def read_stats_topic(spark: SparkSession, client: dict[str, str], stats_topic: str) -> list[dict[str, Any]]:
     rows = (
-        (spark.read.format("zkafka").options(**client).option("subscribe", stats_topic).load())
+        spark.read.format("zkafka")
+        .options(**client)
+        .option("subscribe", stats_topic)
+        .option("kafka.isolation.level", "read_committed")
+        .load()
         .select(F.col("value").cast("string").alias("json"))
         .collect()
     )

@@ -157,6 +157,9 @@ def _report_windows(
     result.checks["every window of the streaming job matches the produced events"] = got == dict(expected)
     stats = read_stats_topic(spark, client, stats_topic)
     from_topic = {(s["window"], s["page"]): s["events"] for s in stats}
+    result.checks[f"topic {stats_topic} holds each window once (transactional sink, read_committed)"] = len(
+        stats
+    ) == len(from_topic)
     from_parquet = {(_minute_full(m), p): n for (m, p), n in got.items()}
     result.checks[f"topic {stats_topic} holds the same {len(stats)} windows as the Parquet output"] = (
         from_topic == from_parquet
