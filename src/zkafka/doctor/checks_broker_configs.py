@@ -261,6 +261,8 @@ def _fix(configs: BrokerConfigs, key: str, shown: dict[int, str], compared: dict
                 f"zkafka configs --bootstrap-server B --entity-type brokers --entity-name {b} --alter "
                 f"--add-config {key}={want}"
             )
+    if all(configs[b][key].override for b in odd):  # removing the odd overrides is the whole fix
+        return "; ".join(fixes)
     return "; ".join(fixes) + f" (or for all at once: --entity-default --add-config {key}={want})"
 
 
