@@ -171,14 +171,19 @@ class Cluster:
 
 @contextmanager
 def running(
-    zookeeper: ZooKeeperServer, directory: Path, brokers: int = 3, overrides: dict[str, str] | None = None
+    zookeeper: ZooKeeperServer,
+    directory: Path,
+    brokers: int = 3,
+    overrides: dict[str, str] | None = None,
+    per_broker: dict[int, dict[str, str]] | None = None,
 ) -> Iterator[Cluster]:
-    """`brokers` broker processes with FAST settings in a fresh chroot. At the end every process is
-    resumed and SIGKILLed (a clean shutdown is not what these tests are about, and it is slower)."""
+    """`brokers` broker processes with FAST settings in a fresh chroot (`per_broker`: broker id ->
+    settings of that broker alone). At the end every process is resumed and SIGKILLed (a clean
+    shutdown is not what these tests are about, and it is slower)."""
     local = LocalCluster(Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster"))
     with _fast_cluster(local, overrides) as cluster_of:
         for i in range(1, brokers + 1):
-            local.add_broker(i)
+            local.add_broker(i, (per_broker or {}).get(i))
             local.start_broker(i)
         wait_until_ready(local, 60)
         yield cluster_of(local)

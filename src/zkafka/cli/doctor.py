@@ -6,8 +6,10 @@
     zkafka doctor --zookeeper Z --bootstrap-server B    # also what only the brokers know
 
 With `--bootstrap-server` (given, or the local `cluster up` cluster's when its ZooKeeper is the one
-checked) every live broker is also asked for its log dirs (offline, nearly full) and the seeds'
-ZooKeeper consumers' offsets are held against their partitions' log start and end.
+checked) every live broker is also asked for its log dirs (offline, nearly full) and for the
+settings that must agree across the cluster (DescribeConfigs; `zkafka.doctor.checks_broker_configs`
+lists them), and the seeds' ZooKeeper consumers' offsets are held against their partitions' log
+start and end.
 
 Exit status as monitoring plugins use it: 0 healthy, 1 warnings only, 2 anything critical (after
 `--fix`: of what is left), 3 when the cluster could not be checked at all.
@@ -19,6 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from zkafka.cli.errors import CliError
 from zkafka.cli.output import console, print_table
@@ -30,9 +33,13 @@ from zkafka.cli.target import (
     open_zookeeper,
 )
 from zkafka.doctor import DoctorSettings, Finding, diagnose, exit_status
+from zkafka.doctor.checks_broker_configs import CONFIG_KEYS, BrokerSetting
 from zkafka.doctor.checks_brokers import BrokerFacts, LogDirFacts
 from zkafka.doctor.repair import apply_repairs
 from zkafka.doctor.view import ClusterView
+
+if TYPE_CHECKING:
+    from zkafka.client.sync import SyncAdminClient
 
 UNKNOWN = 3
 """Monitoring plugins' "could not check" status."""
@@ -47,8 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--bootstrap-server",
         metavar="HOST:PORT[,...]",
-        help="also ask the brokers: log dirs offline or nearly full, ZooKeeper consumers' offsets "
-        "outside the log (default: the local cluster's brokers when checking its ZooKeeper)",
+        help="also ask the brokers: log dirs offline or nearly full, configs that disagree on "
+        "cluster-wide settings, ZooKeeper consumers' offsets outside the log (default: the local "
+        "cluster's brokers when checking its ZooKeeper)",
     )
     add_command_config_arg(p)
     p.add_argument("--json", action="store_true", help="print the findings as one JSON document")
@@ -183,6 +191,7 @@ def _broker_facts(args: argparse.Namespace) -> Callable[[ClusterView], BrokerFac
                 facts.log_dirs[broker] = [
                     LogDirFacts(d.path, d.error_code, d.total_bytes, d.usable_bytes) for d in dirs
                 ]
+                _ask_configs(admin, broker, facts)
             wanted = {
                 tp
                 for g in view.zk_groups.values()
@@ -203,3 +212,24 @@ def _broker_facts(args: argparse.Namespace) -> Callable[[ClusterView], BrokerFac
         return facts
 
     return ask
+
+
+def _ask_configs(admin: SyncAdminClient, broker: int, facts: BrokerFacts) -> None:
+    """The broker's own view of the cluster-wide settings (only those keys: no secrets asked)."""
+    from zkafka.client.admin import ConfigResource, ConfigSource
+
+    resource = ConfigResource.broker(broker)
+    try:
+        entries = admin.describe_configs([resource], keys=list(CONFIG_KEYS))[resource]
+    except Exception as e:  # e.g. no DescribeConfigs ACL: a finding, the other checks go on
+        facts.configs_unavailable[broker] = str(e) or type(e).__name__
+        return
+    facts.configs[broker] = {
+        name: BrokerSetting(
+            value=None if e.is_sensitive else e.value,
+            dynamic=not e.read_only,
+            override=e.source == ConfigSource.DYNAMIC_BROKER_CONFIG,
+            sensitive=e.is_sensitive,
+        )
+        for name, e in entries.items()
+    }

@@ -8,6 +8,12 @@ pure functions of the decoded view (`checks_partitions`, `checks_admin`, `checks
 `checks_configs`): the same view can serve the web console, and each check is tested against a
 real, deliberately damaged tree. `repair` applies the fixes a finding marks as safe.
 
+With `--bootstrap-server` the caller (which owns the client) also gathers what only the brokers
+know into `checks_brokers.BrokerFacts`, and pure checks run over it too: log dirs offline or
+nearly full, ZooKeeper consumers' offsets outside the logs (`checks_brokers`), and brokers whose
+configs disagree on the settings that must be the same cluster-wide (`checks_broker_configs`,
+which lists them and why). A broker that does not answer is a finding of its own, never a stop.
+
 Severity follows monitoring plugins: a run's exit status is 0 when healthy, 1 with warnings only,
 2 with anything critical (`findings.exit_status`).
 

@@ -1,12 +1,14 @@
 """What only the brokers know, checked when the doctor is given `--bootstrap-server`: log dirs
-offline or nearly full (DescribeLogDirs v4's total and usable bytes), and the seeds' ZooKeeper
-consumers' offsets outside their partitions' logs (ListOffsets earliest and latest)."""
+offline or nearly full (DescribeLogDirs v4's total and usable bytes), the seeds' ZooKeeper
+consumers' offsets outside their partitions' logs (ListOffsets earliest and latest), and brokers
+whose configs disagree on cluster-wide settings (DescribeConfigs, `checks_broker_configs`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from zkafka.doctor.checks_broker_configs import BrokerSetting, check_broker_configs
 from zkafka.doctor.findings import Finding, Severity
 from zkafka.doctor.settings import DoctorSettings
 from zkafka.doctor.view import ClusterView
@@ -30,6 +32,10 @@ class BrokerFacts:
     """(log start offset, log end offset) of the partitions the ZooKeeper consumers commit to."""
     unreachable: list[int] = field(default_factory=list)
     """Registered brokers that did not answer."""
+    configs: dict[int, dict[str, BrokerSetting]] = field(default_factory=dict)
+    """broker id -> the settings `checks_broker_configs` compares, as that broker described them."""
+    configs_unavailable: dict[int, str] = field(default_factory=dict)
+    """Brokers that answered but not with their configs -> why."""
 
 
 def check_brokers(view: ClusterView, facts: BrokerFacts, settings: DoctorSettings) -> Iterator[Finding]:
@@ -41,6 +47,17 @@ def check_brokers(view: ClusterView, facts: BrokerFacts, settings: DoctorSetting
             f"broker {broker} is registered in ZooKeeper but did not answer on its listener",
             "check the broker process and its advertised.listeners (clients use that address)",
         )
+    for broker, why in sorted(facts.configs_unavailable.items()):
+        yield Finding(
+            Severity.WARNING,
+            "broker-configs-unavailable",
+            f"broker {broker}",
+            f"broker {broker} did not describe its configs ({why}): it is left out of the "
+            "cluster-wide settings comparison",
+            "check that the doctor's principal may DescribeConfigs on the cluster (ACL), and the "
+            "broker's log",
+        )
+    yield from check_broker_configs(facts.configs)
     for broker, dirs in sorted(facts.log_dirs.items()):
         for d in dirs:
             subject = f"broker {broker}: {d.path}"
