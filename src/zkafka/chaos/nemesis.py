@@ -24,7 +24,7 @@
 * `power-loss`: the last replica standing loses its unflushed tail (issue 19 item 4): SIGKILL the
   followers of the busiest leader's partition, wait until its ISR is the leader alone, let it take
   writes for `down_s`, SIGKILL it and cut its replica back to its last checkpointed recovery point
-  (`power_loss.py`: what a power loss leaves on the disk), start it again, then the followers. With
+  (`storage.power_loss`: what a power loss leaves on the disk), start it again, then the followers. With
   `unclean.leader.election.enable=false` it leads again with the shorter log and the followers
   truncate to it: what it had acknowledged alone (min.insync.replicas=1) and had not flushed is
   lost; with min.insync.replicas=2 it acknowledged nothing alone.
@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from zkafka.chaos.power_loss import lose_unflushed
 from zkafka.chaos.targets import ProcessCluster
 from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
+from zkafka.storage.power_loss import lose_unflushed
 
 FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean", "power-loss")
 NOT_YET: tuple[str, ...] = ()

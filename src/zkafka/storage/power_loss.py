@@ -1,4 +1,5 @@
-"""What a power loss does to a stopped broker's replica of one partition: everything written after
+"""What a power loss does to a stopped broker's replica of one partition (the `power-loss` fault of
+`zkafka chaos`; here because this package is the only one that opens data files): everything written after
 the last flush is gone from the disk. A SIGKILL alone keeps the page cache (the kernel writes it
 out later), so the `power-loss` fault emulates the rest: while the broker is down, the partition's
 segment files are cut to the recovery point the broker last checkpointed
