@@ -122,3 +122,13 @@ def test_losses_a_configuration_allows_are_counted_but_do_not_fail_the_verdict()
     assert not corrupt.ok  # nothing allows a record no producer sent
     with pytest.raises(ValueError):
         check([], {}, expected=["nonsense"])
+
+
+def test_a_power_loss_is_an_expected_loss_only_under_min_insync_replicas_1() -> None:
+    """Kafka's acks=all guarantee holds while min.insync.replicas replicas have a record: a leader
+    alone acknowledging (min.insync.replicas=1) and then losing its unflushed tail is allowed; the
+    same loss under min.insync.replicas=2 is reported."""
+    alone = expected_kinds(acks="all", unclean=False, power_loss=True, min_insync_replicas=1)
+    assert "lost" in alone and "duplicate" not in alone
+    assert not expected_kinds(acks="all", unclean=False, power_loss=True, min_insync_replicas=2)
+    assert not expected_kinds(acks="all", unclean=False, power_loss=False, min_insync_replicas=1)

@@ -5,34 +5,16 @@ checker counts them; faults that cannot be applied are refused with a reason."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chaos_helpers import FAST, chaos
 
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import TEST_BROKER_DEFAULTS
 from zkafka.testing.zookeeper import chrooted
-
-FAST = {
-    "zookeeper.session.timeout.ms": "4000",
-    "replica.lag.time.max.ms": "2000",
-    "replica.fetch.backoff.ms": "200",
-    "controlled.shutdown.retry.backoff.ms": "200",
-}
-
-
-def chaos(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zkafka.cli.main", "chaos", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ The anomalies are those Jepsen's Kafka workloads look for:
   final log holds below what the group had committed, or below the highest offset a member read:
   a new owner started past the committed position (or a commit claimed records nobody read).
 
-`expected` names kinds the run's configuration allows (acks=1, unclean leader election: `lost`,
-`moved`, `divergent_read`): they are counted and detailed as usual but do not fail the verdict.
+`expected` names kinds the run's configuration allows (acks=1, unclean leader election, the last
+replica standing losing its unflushed tail under min.insync.replicas=1: `lost`, `moved`,
+`divergent_read`, ...): they are counted and detailed as usual but do not fail the verdict.
 
 Records are identified by their value, `encode_value(producer, seq)`; the producers of a chaos
 workload write such values, so the checker needs nothing else from them.
@@ -54,12 +55,17 @@ NOT_IDEMPOTENT = frozenset({"duplicate", "reordered"})
 """What retries of a producer without idempotence cause."""
 
 
-def expected_kinds(*, acks: str, unclean: bool) -> frozenset[str]:
+def expected_kinds(
+    *, acks: str, unclean: bool, power_loss: bool = False, min_insync_replicas: int = 2
+) -> frozenset[str]:
     """The anomaly kinds a configuration allows: none for idempotent acks=all producers with clean
-    leader elections; truncation's with acks=1 or unclean elections; duplicates and reordering
-    too without idempotence (acks=1 here)."""
+    leader elections; truncation's with acks=1 or unclean elections, or when the last replica
+    standing loses its unflushed tail (`power_loss`) while min.insync.replicas=1 let it acknowledge
+    writes alone (Kafka documents its guarantee only while at least min.insync.replicas replicas
+    have the record); duplicates and reordering too without idempotence (acks=1 here). A loss by
+    power loss under min.insync.replicas>=2 is not expected: it is reported."""
     kinds: frozenset[str] = frozenset()
-    if acks != "all" or unclean:
+    if acks != "all" or unclean or (power_loss and min_insync_replicas < 2):
         kinds |= TRUNCATION
     if acks != "all":
         kinds |= NOT_IDEMPOTENT

@@ -21,6 +21,16 @@
   (nothing is lost); with `true` a follower leads without the records only the old leader had,
   and what acks=1 producers had written then is lost (acks=all with min.insync.replicas=2 never
   had such records acknowledged).
+* `power-loss`: the last replica standing loses its unflushed tail (issue 19 item 4): SIGKILL the
+  followers of the busiest leader's partition, wait until its ISR is the leader alone, let it take
+  writes for `down_s`, SIGKILL it and cut its replica back to its last checkpointed recovery point
+  (`storage.power_loss`: what a power loss leaves on the disk), start it again, then the followers. With
+  `unclean.leader.election.enable=false` it leads again with the shorter log and the followers
+  truncate to it: what it had acknowledged alone (min.insync.replicas=1) and had not flushed is
+  lost; with min.insync.replicas=2 it acknowledged nothing alone.
+
+The cluster is a `LocalCluster` (`--dir`) or a `targets.ProcessCluster` (a cluster found through
+ZooKeeper whose broker processes run on this machine); both offer the calls of `ChaosCluster`.
 
 Blocking (process signals and waits): the runner calls `apply` on a worker thread.
 """
@@ -34,11 +44,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
+from zkafka.chaos.targets import ProcessCluster
 from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
+from zkafka.storage.power_loss import lose_unflushed
 
-FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean")
+FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean", "power-loss")
 NOT_YET: tuple[str, ...] = ()
 """Faults of issue 19 not implemented yet: asked for, they are refused with this explanation."""
 
@@ -56,7 +69,45 @@ class FaultEvent:
     target: str
 
 
-def check_faults(faults: list[str], cluster: LocalCluster) -> None:
+class ChaosCluster(Protocol):
+    """What the nemesis does to a cluster's processes (`LocalCluster`, `targets.ProcessCluster`)."""
+
+    @property
+    def brokers(self) -> dict[int, Any]: ...
+    @property
+    def zookeepers(self) -> dict[int, Any]: ...
+    @property
+    def zookeeper_connect(self) -> str: ...
+    @property
+    def bootstrap_servers(self) -> str: ...
+    @property
+    def network(self) -> Any: ...
+    @property
+    def log_dir_size(self) -> Any: ...
+    def broker_alive(self, broker_id: int) -> bool: ...
+    def signal_broker(self, broker_id: int, sig: int) -> None: ...
+    def kill_broker(self, broker_id: int) -> None: ...
+    def start_broker(self, broker_id: int) -> Any: ...
+    def save(self) -> None: ...
+    def controller_id(self) -> int | None: ...
+    def wait_ready(self, timeout: float = 60.0) -> None: ...
+    def zookeeper_member_alive(self, server_id: int) -> bool: ...
+    def kill_zookeeper_member(self, server_id: int) -> None: ...
+    def start_zookeeper_member(self, server_id: int) -> None: ...
+    def wait_zookeeper_quorum(self, timeout: float = 60.0) -> Any: ...
+
+
+def check_faults(faults: list[str], cluster: ChaosCluster) -> None:
+    """Refuse, up front and all at once (one line per fault), the faults `cluster` cannot take."""
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        raise NemesisError(f"unknown fault(s) {', '.join(unknown)} (available: {', '.join(FAULTS)}, or none)")
+    if isinstance(cluster, ProcessCluster):
+        refused = cluster.refusals(faults)
+        if refused:
+            raise NemesisError("cannot apply to this cluster:\n" + "\n".join(refused))
+        return
+    assert isinstance(cluster, LocalCluster)
     for fault in faults:
         if fault in NOT_YET:
             raise NemesisError(f"fault {fault!r} is not implemented yet (available: {', '.join(FAULTS)})")
@@ -83,7 +134,7 @@ def check_faults(faults: list[str], cluster: LocalCluster) -> None:
 class LocalNemesis:
     def __init__(
         self,
-        cluster: LocalCluster,
+        cluster: ChaosCluster,
         *,
         topic: str = "",
         seed: int | None = None,
@@ -148,6 +199,9 @@ class LocalNemesis:
             self.cluster.wait_ready(120)
         elif fault == "unclean":
             target = self._unclean()
+        elif fault == "power-loss":
+            what = self._power_loss()
+            return FaultEvent(begin, self.clock() - self.started, fault, what)
         else:
             raise NemesisError(f"unknown fault {fault!r}")
         name = f"zookeeper {target}" if fault == "zk-kill" else f"broker {target}"
@@ -184,6 +238,55 @@ class LocalNemesis:
         self.cluster.save()
         self.cluster.wait_ready(120)
         return leader
+
+    def _power_loss(self) -> str:
+        """The `power-loss` fault; returns what was done (the broker, the partition, what was cut)."""
+        if not isinstance(self.cluster, LocalCluster):
+            raise NemesisError("power-loss needs a local cluster (--dir)")
+        leader = self._busiest_leader()
+        partition = next(
+            (p for p, (lead, _isr) in sorted(self.partition_states().items()) if lead == leader), None
+        )
+        if partition is None:
+            raise NemesisError(f"no partition of {self.topic!r} has a live leader")
+        followers = [b for b in self.cluster.brokers if b != leader and self.cluster.broker_alive(b)]
+        for broker_id in followers:
+            self.cluster.kill_broker(broker_id)
+        # the last replica standing: the ISR shrinks to the leader once the followers' sessions
+        # end (or they fall behind replica.lag.time.max.ms)
+        deadline = time.monotonic() + 60
+        while self.partition_states().get(partition, (leader, []))[1] != [leader]:
+            if time.monotonic() > deadline:
+                raise NemesisError(f"the ISR of partition {partition} did not shrink to broker {leader}")
+            time.sleep(0.2)
+        time.sleep(self.down_s)  # it alone takes writes (acknowledged only with min.insync.replicas=1)
+        self.cluster.kill_broker(leader)
+        cut = lose_unflushed([Path(self.cluster.brokers[leader].directory) / "logs"], self.topic, partition)
+        self.cluster.start_broker(leader)
+        self.cluster.save()
+        # back before the followers: with unclean election off it is the only broker that may lead
+        self._wait_leader_is(partition, leader, self.pause_s + 60)
+        for broker_id in followers:
+            self.cluster.start_broker(broker_id)
+        self.cluster.save()
+        self.cluster.wait_ready(120)
+        return (
+            f"broker {leader}, partition {partition}: cut {cut.records} unflushed record(s), "
+            f"offsets {cut.recovery_point}..{cut.log_end - 1}"
+            if cut.records
+            else f"broker {leader}, partition {partition}: nothing unflushed "
+            f"(recovery point {cut.recovery_point})"
+        )
+
+    def _wait_leader_is(self, partition: int, broker_id: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.partition_states().get(partition, (-1, []))[0] == broker_id:
+                    return
+            except Exception:  # ZooKeeper busy with the restarts: ask again
+                pass
+            time.sleep(0.2)
 
     def _wait_leader_not(self, partition: int, broker_id: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
-"""One chaos run against a local cluster: create a topic, run the workload, apply the faults in
-turn (`interval` seconds after the previous one healed), for `duration` seconds and at least until
-every listed fault was applied once; then stop, read the whole log back and check it."""
+"""One chaos run against a local cluster (or one found through ZooKeeper,
+`targets.ProcessCluster`): create a topic, run the workload, apply the faults in turn
+(`interval` seconds after the previous one healed), for `duration` seconds and at least until every
+listed fault was applied once; then stop, read the whole log back and check it."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zkafka.chaos.checker import Verdict, check, expected_kinds
-from zkafka.chaos.nemesis import FaultEvent, LocalNemesis, check_faults
+from zkafka.chaos.nemesis import ChaosCluster, FaultEvent, LocalNemesis, check_faults
 from zkafka.chaos.workload import Workload, read_all
 from zkafka.client import AdminClient
-from zkafka.local.launcher import LocalCluster
 
 
 @dataclass
@@ -27,7 +27,7 @@ class ChaosResult:
 
 
 async def run_chaos(
-    cluster: LocalCluster,
+    cluster: ChaosCluster,
     *,
     duration: float,
     faults: list[str],
@@ -40,21 +40,25 @@ async def run_chaos(
     group_consumers: int = 2,
     acks: str = "all",
     unclean: bool = False,
+    min_insync_replicas: int | None = None,
+    topic_configs: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ChaosResult:
     say = progress or (lambda _m: None)
     check_faults(faults, cluster)
-    live = [b for b in cluster.brokers if cluster.broker_alive(b)]
-    replication = min(3, len(live))
+    replication = min(3, len(cluster.brokers))
     topic = f"chaos-{uuid.uuid4().hex[:8]}"
     nemesis = LocalNemesis(cluster, topic=topic, seed=seed, session_timeout_s=session_timeout_s)
     async with AdminClient(cluster.bootstrap_servers) as admin:
-        configs = {"min.insync.replicas": "2"} if replication >= 3 else {}
+        min_isr = min_insync_replicas if min_insync_replicas is not None else (2 if replication >= 3 else 1)
+        configs = dict(topic_configs or {})
+        configs["min.insync.replicas"] = str(min_isr)
         configs["unclean.leader.election.enable"] = "true" if unclean else "false"
         await admin.create_topic(topic, partitions, replication, configs=configs)
     say(
         f"topic {topic}: {partitions} partitions, replication factor {replication}, "
-        f"unclean.leader.election.enable={str(unclean).lower()}; producers acks={acks}"
+        + ", ".join(f"{k}={v}" for k, v in sorted(configs.items()))
+        + f"; producers acks={acks}"
     )
     workload = Workload(
         cluster.bootstrap_servers,
@@ -91,6 +95,8 @@ async def run_chaos(
         final,
         reads=workload.reads,
         commits=workload.commits,
-        expected=expected_kinds(acks=acks, unclean=unclean),
+        expected=expected_kinds(
+            acks=acks, unclean=unclean, power_loss="power-loss" in faults, min_insync_replicas=min_isr
+        ),
     )
     return ChaosResult(verdict, events, workload.sent, workload.errors, topic)
