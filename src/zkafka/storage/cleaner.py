@@ -351,6 +351,8 @@ class _BatchFilter:
         stamp = has_tombstone and not header.has_delete_horizon
         if has_tombstone:
             self._note_horizon(self.new_horizon if stamp else header.base_timestamp)
+        if not records and not keep_empty:
+            return None  # kept empty by an earlier round for a producer that has written since
         if len(kept) == len(records) and not stamp:
             return view
         if not kept and not keep_empty:
