@@ -15,7 +15,7 @@ One cleaning round of a log:
    an int32 offset span) and each group is copied into `<first base>.log.cleaned`:
    - a record survives if it has a key, it is the latest for that key (or its key is not in the
      map, or it lies at/after `end_offset`), and it has a value or is a tombstone still inside its
-     delete horizon. Keyless records are dropped. Control batches are copied as they are.
+     delete horizon. Keyless records are dropped. Control batches: see Transactions below.
    - an untouched batch is copied byte for byte; a filtered one is rebuilt with `build_batch`
      keeping every record's offset, the batch's last offset (Kafka's overrideLastOffset),
      producer fields, leader epoch and codec;
@@ -34,14 +34,29 @@ unchanged). A later round drops the tombstone once now >= that horizon. Conseque
 always survives at least one round, even with delete.retention.ms=0. The log remembers the
 earliest pending horizon so the cleaner comes back for it.
 
-**Transactions.** Cleaning never passes the log's first unstable offset (a transaction without
-a settled marker: its records may still be aborted). Records of aborted transactions (the
-`.txnindex` entries: producer id, first offset, marker offset) are left out of the offset map and
-dropped from the cleaned segments, so they can neither hide an older committed record nor come
-back; the cleaned segment takes over the `.txnindex` entries of the segments it replaces.
+**Transactions** (Kafka 3.1+'s LogCleaner, `CleanedTransactionMetadata`). Cleaning never passes
+the log's first unstable offset (a transaction without a settled marker: its records may still be
+aborted). A `_TxnTracker` walks each round's batches in offset order with the aborted transactions
+of the `.txnindex`es (producer id, first offset, marker offset):
 
-Not yet handled: transaction-marker expiry (control batches are kept), keeping each producer's
-last batch for idempotence state.
+- a transactional batch inside an aborted transaction is neither mapped nor kept (below
+  `end_offset`), so it can neither hide an older committed record nor come back;
+- a marker may go once no batch of its transaction remains: an ABORT marker when none of its
+  aborted batches was traversed in this round (they were all removed by an earlier one), a COMMIT
+  marker when none of its transaction's batches was. Like a tombstone, it first gets the
+  delete-horizon bit and baseTimestamp = now + delete.retention.ms, and a round at or after that
+  horizon drops it; so a transaction's marker outlives its data by at least two rounds. Markers at
+  or after `end_offset` (a partial round) are copied untouched;
+- the cleaned segment's `.txnindex` gets an aborted transaction only while its marker stays and a
+  batch of it was seen (Kafka's rule: a reader needs the entry only to skip such batches), plus the
+  entries of the untouched markers past `end_offset`.
+
+**Each producer's last batch** is kept so the producer's sequence and epoch survive compaction
+(`Log.last_producer_records`, from the partition's producer state; Kafka's LastRecord): its last
+data batch, or when none is cached its markers of its current epoch. When nothing of it survives,
+the batch is kept empty -- its header only (offsets, producer id, epoch, base sequence; no records,
+uncompressed), as Kafka's `writeEmptyHeader`; once the producer has written again, a later round
+drops it. zkafka's empty batch keeps the original baseTimestamp where Kafka writes -1.
 """
 
 from __future__ import annotations
