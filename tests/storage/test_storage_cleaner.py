@@ -531,17 +531,15 @@ def test_a_producers_last_marker_is_kept_empty_after_its_horizon(tmp_path: Path)
     log.close()
 
 
+pids = st.sampled_from([7, 8])
 txn_ops = st.lists(
     st.one_of(
         st.tuples(st.just("plain"), st.lists(st.tuples(keys, values), min_size=1, max_size=4)),
-        st.tuples(
-            st.sampled_from([7, 8]),  # producer id
-            st.lists(st.lists(st.tuples(keys, values), min_size=1, max_size=3), min_size=1, max_size=3),
-            st.booleans(),  # commit
-        ),
+        st.tuples(st.just("txn"), pids, st.lists(st.tuples(keys, values), min_size=1, max_size=3)),
+        st.tuples(st.just("end"), pids, st.booleans()),  # commit or abort, if open
     ),
     min_size=1,
-    max_size=12,
+    max_size=14,
 )
 
 
@@ -550,49 +548,78 @@ txn_ops = st.lists(
 def test_compaction_property_with_transactions(
     tmp_path_factory: pytest.TempPathFactory, phases: list, dedupe: int
 ) -> None:
-    """The model: a read_committed reader of the cleaned log sees exactly the latest committed
-    record per key (a partial round: a subset of the committed records holding those); a marker
-    goes only once no batch of its transaction is left; an aborted txn with a batch left keeps its
-    marker and its `.txnindex` entry, and every entry names a marker still in the log."""
+    """The model, with two producers' transactions interleaved and some left open across rounds
+    (the producer state's first unstable offset stops the cleaner, as on a broker): a
+    read_committed reader sees, below that offset, exactly the latest committed record per key
+    (after a partial round: a subset of the committed records holding those) and above it every
+    record not aborted; a marker goes only once no batch of its transaction is left; an aborted
+    txn with a batch left keeps its marker and its `.txnindex` entry; every entry names a marker
+    still in the log."""
     from zkafka.storage.producer_state import ProducerStateManager
 
     log = Log(tmp_path_factory.mktemp("txn") / "t-0", compact_config(segment_bytes=700))
     state = ProducerStateManager()  # the producer state a partition keeps of what was appended
     log.last_producer_records = state.last_records
-    committed: list[Record] = []
+    log.first_unstable_offset = state.first_unstable_offset
+    committed: list[Record] = []  # plain records and those of committed transactions
+    open_txns: dict[int, list[Record]] = {}  # producer id -> records of its open transaction
+    not_aborted: list[Record] = []  # records of open transactions count too
     seqs = {7: 0, 8: 0}
     marker_of: dict[int, int] = {}  # offset of a transactional batch -> its txn's marker offset
 
-    def check_read_committed(*, full: bool) -> None:
-        seen = {(o, k, v) for o, k, v in read_committed(log)}
-        latest = {(r.offset, r.key, r.value) for r in latest_per_key(committed).values()}
-        if full:
-            assert seen == latest
+    def end(pid: int, commit: bool) -> None:
+        nonlocal not_aborted
+        written = open_txns.pop(pid)
+        marker = end_txn(log, pid, commit=commit, first_offset=written[0].offset)
+        marker_of.update((r.offset, marker) for r in written)
+        if commit:  # kept in offset order: latest_per_key takes the last one
+            committed.extend(written)
+            committed.sort(key=lambda r: r.offset)
         else:
-            assert latest <= seen <= {(r.offset, r.key, r.value) for r in committed}
+            not_aborted = [r for r in not_aborted if r not in written]
+
+    def settle() -> None:
+        log.roll()
+        state.replay(_replay_items(log))  # the batches appended since the last phase
+        state.on_high_watermark(log.log_end_offset)  # one replica: everything is replicated
+
+    def check_read_committed(*, full: bool) -> None:
+        lso = state.first_unstable_offset()
+        lso = log.log_end_offset if lso is None else lso
+        as_set = lambda rs: {(r.offset, r.key, r.value) for r in rs}  # noqa: E731
+        seen = {(o, k, v) for o, k, v in read_committed(log)}
+        below = [r for r in committed if r.offset < lso]
+        above = as_set(r for r in not_aborted if r.offset >= lso)
+        latest = as_set(latest_per_key(below).values())
+        if full:
+            assert seen == latest | above
+        else:
+            assert latest | above <= seen <= as_set(below) | above
 
     for phase in phases:
         for op in phase:
             if op[0] == "plain":
-                committed += write_pairs(log, op[1], per_batch=4)
-                continue
-            pid, batches, commit = op
-            written: list[Record] = []
-            for pairs in batches:
+                written = write_pairs(log, op[1], per_batch=4)
+                committed += written
+                not_aborted += written
+            elif op[0] == "txn":
+                _, pid, pairs = op
                 info = append(log, txn_batch(pairs, pid, seq=seqs[pid]))
                 seqs[pid] += len(pairs)
-                written += [Record(info.first_offset + j, BASE_TS, k, v) for j, (k, v) in enumerate(pairs)]
-            marker = end_txn(log, pid, commit=commit, first_offset=written[0].offset)
-            marker_of.update((r.offset, marker) for r in written)
-            if commit:
-                committed += written
-        log.roll()
-        state.replay(_replay_items(log))  # the batches appended since the last phase
+                written = [Record(info.first_offset + j, BASE_TS, k, v) for j, (k, v) in enumerate(pairs)]
+                open_txns.setdefault(pid, []).extend(written)
+                not_aborted += written
+            elif op[1] in open_txns:
+                end(op[1], op[2])
+        settle()
         result = clean_log(log, None, BASE_TS, force=True, dedupe_buffer_bytes=dedupe)
         check_read_committed(full=False)
         clean_log(log, result.end_offset if result else None, BASE_TS, force=True)
         check_read_committed(full=True)
         _check_markers(log, marker_of)
+    for pid in sorted(open_txns):
+        end(pid, commit=pid == 7)
+    settle()
     # rounds an hour apart (past every horizon set before) until nothing changes: a batch kept
     # empty as a group's last goes when groups merge, and its marker then needs two more rounds
     previous = read_all(log)
