@@ -167,3 +167,29 @@ def test_a_roll_snapshots_the_producer_state(tmp_path: Path) -> None:
     again = Partition(TP, 1, log)
     assert again.log.collect_aborted_txns(0, 6) == [AbortedTxn(7, 0, 2, 3), AbortedTxn(8, 3, 5, 6)]
     again.log.close()
+
+
+def test_compaction_keeps_each_producers_last_batch_from_the_partitions_state(tmp_path: Path) -> None:
+    from zkafka.records.batch import iter_headers
+    from zkafka.records.record import simple_batch
+    from zkafka.storage.cleaner import clean_log
+
+    p = Partition(TP, 1, Log(tmp_path / "out-0", LogConfig(cleanup_policy="compact", delete_retention_ms=0)))
+    p.make_leader(LeaderState(1, 0, (1,), (1,), 0, 1), now_ms=0)
+    assert _append(p, _txn_batch(7, 0)) == 0  # offsets 0-1: producer 7's last data batch
+    assert _append(p, _marker(7, commit=True)) == 2
+    assert (
+        _append(p, simple_batch([(b"k", b"newer")], timestamp=1000)) == 3
+    )  # hides both records of producer 7
+    assert _append(p, simple_batch([(b"z", b"last")], timestamp=1000)) == 4
+    assert p.log.last_producer_records() == {7: (1, 0)}
+    p.log.roll()
+    for now in (10_000, 10_001, 10_002):
+        clean_log(p.log, None, now, force=True)
+    headers = {h.base_offset: h for h in iter_headers(bytes(p.log.read(0, 1 << 20).read_bytes()))}
+    # the batch is kept as an empty header (producer 7's sequences survive) and so its
+    # transaction's marker stays; nothing of the hidden records is readable
+    assert headers[0].records_count == 0 and headers[0].last_offset == 1
+    assert (headers[0].producer_id, headers[0].base_sequence, headers[0].last_sequence) == (7, 0, 1)
+    assert headers[2].is_control and headers[2].records_count == 1
+    assert sorted(headers) == [0, 2, 3, 4]

@@ -88,6 +88,7 @@ class Partition:
     def __post_init__(self) -> None:
         self.producer_state = ProducerStateManager(self.log.dir_path)
         self.log.first_unstable_offset = self.producer_state.first_unstable_offset
+        self.log.last_producer_records = self.producer_state.last_records
         self.log.on_roll = lambda _base: self.take_producer_snapshot()
         self._rebuild_producer_state()
         self._set_high_watermark(

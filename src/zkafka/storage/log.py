@@ -186,6 +186,9 @@ class Log:
         # the first offset of a transaction not yet settled (the partition's producer state knows
         # it; set by its owner): compaction stops there, since such records may still be aborted
         self.first_unstable_offset: Callable[[], int | None] = lambda: None
+        # producer id -> (offset of its last data batch or -1, epoch), from the producer state
+        # (set by its owner): compaction keeps these batches so sequence checks survive it
+        self.last_producer_records: Callable[[], dict[int, tuple[int, int]]] = dict
         # called with the new base offset at every roll (set by the owner of the producer state,
         # which snapshots it there as Kafka does: an unclean restart replays from the snapshot at
         # or below its first re-validated segment, so that replay stays one segment long)

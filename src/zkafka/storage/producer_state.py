@@ -282,6 +282,20 @@ class ProducerStateManager:
         self.unreplicated.append(done)
         return done
 
+    def last_records(self) -> dict[int, tuple[int, int]]:
+        """Producer id -> (last offset of its last data batch, -1 if none cached; epoch): Kafka's
+        LastRecord, what compaction keeps so each producer's sequence state survives it. Called
+        from the cleaner thread: the entries are copied in one step and a batch list emptied
+        meanwhile reads as none."""
+        out: dict[int, tuple[int, int]] = {}
+        for pid, entry in list(self.producers.items()):
+            try:
+                last = entry.batches[-1].last_offset
+            except IndexError:
+                last = -1
+            out[pid] = (last, entry.epoch)
+        return out
+
     # -- transactions and the last stable offset --------------------------------------------------
     def first_unstable_offset(self) -> int | None:
         """The earliest first offset of an open transaction, or of one whose marker is not yet
