@@ -2,10 +2,10 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/connections.py [--connections 500 2000 5000]
         [--producers 200] [--consumers 200] [--groups 20] [--partitions 1000] [--seconds 20]
-        [--warmup-seconds 3] [--batch-records 10] [--record-size 100]
+        [--warmup-seconds 3] [--batch-records 10] [--record-size 100] [--py-spy PATH --profile-dir DIR]
 
 One broker process (its open-files limit raised to the hard limit first, as this process's is:
-the broker inherits it) and one topic of `--partitions` partitions (RF 1). For each size in
+the broker inherits it) and, per size, a new topic of `--partitions` partitions (RF 1). For each size in
 `--connections`, that many connections are opened to the broker at once (zkafka's own asyncio
 `BrokerConnection`, which sends ApiVersions on connect; at most `--connect-concurrency` connects
 in flight). Of them:
@@ -13,7 +13,8 @@ in flight). Of them:
   producer cycling over its own share of the partitions;
 - `--consumers` fetch (max.wait 200 ms) in `--groups` groups: every group reads the whole topic,
   its members splitting the partitions among them (manual assignment, p % members), and each
-  member commits its positions to its group every 2 s (OffsetCommit with generation -1, as a
+  member commits its positions to its group every `--commit-interval-s` (5 s, Kafka's
+  `auto.commit.interval.ms`; OffsetCommit with generation -1, as a
   consumer with `group.id` and `assign()` does); records are counted from batch headers;
 - the rest stay connected and idle.
 
@@ -39,6 +40,7 @@ from pathlib import Path
 from _cluster import cpu_seconds, open_fds, raise_nofile_limit, rss_mib
 from rich.console import Console
 from rich.table import Table
+from scale_partitions import profiled
 
 from zkafka.client.connection import BrokerConnection, ConnectionError_
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -55,7 +57,6 @@ from zkafka.protocol.messages import (
 from zkafka.records import iter_headers, simple_batch
 from zkafka.testing.cluster import running_cluster
 
-TOPIC = "connections"
 FAIRNESS_AIM = 5.0
 FETCH_VERSION = 11
 
@@ -65,6 +66,8 @@ class Load:
     """Shared counters of one size's run."""
 
     stop: asyncio.Event
+    topic: str
+    commit_interval: float
     errors: Counter = field(default_factory=Counter)
     produced: dict[int, int] = field(default_factory=dict)  # producer -> records acked
     consumed: dict[int, int] = field(default_factory=dict)  # consumer -> records fetched
@@ -78,11 +81,11 @@ def broker_nofile(pid: int) -> int:
     return -1
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 120_000})
-    admin.create_topics([NewTopic(TOPIC, partitions, 1)], operation_timeout=120)[TOPIC].result(180)
+    admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=120)[topic].result(180)
 
 
 async def open_all(port: int, n: int, concurrency: int) -> tuple[list[BrokerConnection], Counter]:
@@ -117,7 +120,8 @@ async def produce_loop(
             timeout_ms=30_000,
             topic_data=[
                 ProduceRequest.TopicProduceData(
-                    name=TOPIC, partition_data=[ProduceRequest.PartitionProduceData(index=p, records=batch)]
+                    name=load.topic,
+                    partition_data=[ProduceRequest.PartitionProduceData(index=p, records=batch)],
                 )
             ],
         )
@@ -161,7 +165,7 @@ async def consume_loop(i: int, conn: BrokerConnection, group: str, partitions: l
             session_epoch=-1,
             topics=[
                 FetchRequest.FetchTopic(
-                    topic=TOPIC,
+                    topic=load.topic,
                     partitions=[
                         FetchRequest.FetchPartition(
                             partition=p,
@@ -189,7 +193,7 @@ async def consume_loop(i: int, conn: BrokerConnection, group: str, partitions: l
                     if header.next_offset > positions[data.partition_index]:
                         load.consumed[i] += header.records_count
                         positions[data.partition_index] = header.next_offset
-            if time.monotonic() - committed >= 2.0:
+            if time.monotonic() - committed >= load.commit_interval:
                 committed = time.monotonic()
                 commit = OffsetCommitRequest(
                     group_id=group,
@@ -197,7 +201,7 @@ async def consume_loop(i: int, conn: BrokerConnection, group: str, partitions: l
                     member_id="",
                     topics=[
                         OffsetCommitRequest.OffsetCommitRequestTopic(
-                            name=TOPIC,
+                            name=load.topic,
                             partitions=[
                                 OffsetCommitRequest.OffsetCommitRequestPartition(
                                     partition_index=p, committed_offset=o
@@ -226,7 +230,7 @@ def spread(rates: list[float]) -> tuple[float, float, float, float]:
     return lo, med, hi, (med / lo if lo > 0 else float("inf"))
 
 
-async def run_size(args: argparse.Namespace, port: int, pid: int, n: int) -> dict:
+async def run_size(args: argparse.Namespace, port: int, pid: int, n: int, topic: str) -> dict:
     out: dict = {"connections": n, "rss_before": rss_mib(pid)}
     t0 = time.perf_counter()
     conns, failures = await open_all(port, n, args.connect_concurrency)
@@ -237,7 +241,7 @@ async def run_size(args: argparse.Namespace, port: int, pid: int, n: int) -> dic
     out["fds_open"] = open_fds(pid)
     producers = conns[: min(args.producers, len(conns))]
     consumers = conns[len(producers) : len(producers) + min(args.consumers, len(conns) - len(producers))]
-    load = Load(asyncio.Event())
+    load = Load(asyncio.Event(), topic, args.commit_interval_s)
     batch = simple_batch(
         [(None, b"x" * args.record_size)] * args.batch_records, timestamp=int(time.time() * 1000)
     )
@@ -326,6 +330,11 @@ def main() -> None:
     ap.add_argument("--batch-records", type=int, default=10)
     ap.add_argument("--record-size", type=int, default=100)
     ap.add_argument("--connect-concurrency", type=int, default=200)
+    ap.add_argument(
+        "--commit-interval-s", type=float, default=5.0, help="consumers' commits (auto.commit.interval.ms)"
+    )
+    ap.add_argument("--py-spy", help="path of py-spy: profile the broker during each size")
+    ap.add_argument("--profile-dir", default="build/connections-profiles", help="where --py-spy writes")
     args = ap.parse_args()
     console = Console(width=160)
     before, now = raise_nofile_limit()
@@ -349,12 +358,14 @@ def main() -> None:
     ):
         broker = cluster.brokers[1]
         limit = broker_nofile(broker.pid)
-        t0 = time.perf_counter()
-        create_topic(cluster.bootstrap_servers, args.partitions)
-        console.print(f"topic {TOPIC}: {args.partitions:,} partitions in {time.perf_counter() - t0:.1f} s")
         for n in args.connections:
-            console.print(f"{n:,} connections")
-            result = asyncio.run(run_size(args, broker.port, broker.pid, n))
+            topic = f"connections-{n}"  # fresh per size: consumers start at 0 with no backlog
+            t0 = time.perf_counter()
+            create_topic(cluster.bootstrap_servers, topic, args.partitions)
+            took = time.perf_counter() - t0
+            console.print(f"{n:,} connections; topic {topic}: {args.partitions:,} partitions in {took:.1f} s")
+            with profiled(args, f"connections-{n}", {"broker": broker.pid}):
+                result = asyncio.run(run_size(args, broker.port, broker.pid, n, topic))
             print_result(console, result, args, limit)
 
 
