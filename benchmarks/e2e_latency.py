@@ -127,6 +127,7 @@ def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate:
     received = 0
     deadline = time.monotonic() + args.seconds + 60
     first = last = None
+    last_rx = time.monotonic()
     while time.monotonic() < deadline:
         # poll returns on the first record (consume(n, timeout) would wait to fill its batch);
         # whatever else has arrived is then taken without waiting
@@ -142,8 +143,10 @@ def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate:
                 latencies.append((now - sent) / 1e6)
                 first = sent if first is None else min(first, sent)
                 last = sent if last is None else max(last, sent)
-        if done.value >= 0 and received >= done.value:
-            break
+        if msgs:
+            last_rx = time.monotonic()
+        if done.value >= 0 and (received >= done.value or time.monotonic() - last_rx > 5):
+            break  # all in, or nothing more for 5 s after the producer finished (records missed)
     producer.join(30)
     c.close()
     latencies.sort()
