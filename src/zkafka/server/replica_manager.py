@@ -138,7 +138,10 @@ class ReplicaManager:
             if isinstance(e, LogDirIOError):
                 self.log_dir_failed(e)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
-        self.delayed.notify(tp)  # followers long-polling for new data
+        # Only the fetches long-polling for new data: an append alone never moves the high
+        # watermark (`_on_high_watermark` wakes the acks=all waiters when it does), and
+        # re-checking every parked produce request on every append made each append cost O(waiters).
+        self.delayed.notify(tp)
         return info, epoch
 
     async def wait_for_replication(
@@ -161,7 +164,7 @@ class ReplicaManager:
             return True
 
         if required:
-            await self.delayed.wait(list(required), done, timeout_s)
+            await self.delayed.wait([replication_key(tp) for tp in required], done, timeout_s)
         out: dict[TopicPartition, ErrorCode] = {}
         for tp, (offset, epoch) in required.items():
             p = still_leader(tp, epoch)
@@ -177,6 +180,13 @@ class ReplicaManager:
 
     def _on_high_watermark(self, tp: TopicPartition) -> None:
         self.delayed.notify(tp)
+        self.delayed.notify(replication_key(tp))
+
+    def _leadership_changed(self, tp: TopicPartition) -> None:
+        """Wake everything parked on `tp`: fetches and acks=all produce requests re-check (and the
+        latter answer NOT_LEADER_OR_FOLLOWER when the epoch they appended in is gone)."""
+        self.delayed.notify(tp)
+        self.delayed.notify(replication_key(tp))
 
     def _get_or_create(self, tp: TopicPartition) -> Partition:
         p = self.partitions.get(tp)
@@ -262,7 +272,7 @@ class ReplicaManager:
                 followed.append(tp)
                 log.debug("%s: follower of %d at epoch %d", tp, state.leader, state.leader_epoch)
             errors[tp] = ErrorCode.NONE
-            self.delayed.notify(tp)
+            self._leadership_changed(tp)
         self.log_manager.sync_created_dirs()
         if led or followed:
             # One line per request, not per partition: a LeaderAndIsr can carry 100,000 of them.
@@ -291,7 +301,7 @@ class ReplicaManager:
             p = self.partitions.get(tp)
             if p is not None:
                 p.state = None
-                self.delayed.notify(tp)
+                self._leadership_changed(tp)
             if delete:
                 self.partitions.pop(tp, None)
                 try:
@@ -324,3 +334,9 @@ class ReplicaManager:
             # No fsync each: the log manager's shutdown, which follows, syncs the filesystem once
             # before it writes the clean-shutdown marker.
             p.take_producer_snapshot(fsync=False)
+
+
+def replication_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The key acks=all produce requests park under: woken when `tp`'s high watermark moves or
+    its leadership changes, never by an append alone (fetch waiters park under `tp` itself)."""
+    return ("replication", tp)
