@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zkafka.zk.client import KafkaZkClient
+from zkafka.zk.client import KafkaZkClient, controller_id_or_none
 
 PROCESS_FAULTS = frozenset({"kill", "pause", "controller", "unclean"})
 """Faults that need nothing but control of the broker processes."""
@@ -255,16 +255,7 @@ class ProcessCluster:
         """Nothing to record: the cluster is not ours."""
 
     def controller_id(self) -> int | None:
-        try:
-            zk = KafkaZkClient(self.zookeeper_connect, connection_timeout_ms=2000, create_chroot=False)
-        except Exception:
-            return None
-        try:
-            return zk.get_controller_id()
-        except Exception:
-            return None
-        finally:
-            zk.close()
+        return controller_id_or_none(self.zookeeper_connect)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Every broker found at the start is registered again, and a controller is elected."""

@@ -590,18 +590,9 @@ class LocalCluster:
 
     def controller_id(self) -> int | None:
         """The active controller, or None if ZooKeeper does not answer quickly (then any order)."""
-        from zkafka.zk.client import KafkaZkClient
+        from zkafka.zk.client import controller_id_or_none
 
-        try:
-            zk = KafkaZkClient(self.zookeeper_connect, connection_timeout_ms=2000, create_chroot=False)
-        except Exception:
-            return None
-        try:
-            return zk.get_controller_id()
-        except Exception:
-            return None
-        finally:
-            zk.close()
+        return controller_id_or_none(self.zookeeper_connect)
 
     # -- whole-cluster lifecycle -------------------------------------------------------------------
     def up(

@@ -233,3 +233,18 @@ class KafkaZkClient(
 
     def update_feature(self, data: FeatureZNodeData, expected_version: int = ANY_VERSION) -> int:
         return int(self.set_data(FeatureZNode.path(), FeatureZNode.encode(data), expected_version).version)
+
+
+def controller_id_or_none(zookeeper_connect: str, timeout_ms: int = 2000) -> int | None:
+    """The active controller's broker id, read with a short-lived session; None when there is
+    none or ZooKeeper does not answer within `timeout_ms` (tools then go on without it)."""
+    try:
+        zk = KafkaZkClient(zookeeper_connect, connection_timeout_ms=timeout_ms, create_chroot=False)
+    except Exception:
+        return None
+    try:
+        return zk.get_controller_id()
+    except Exception:
+        return None
+    finally:
+        zk.close()
