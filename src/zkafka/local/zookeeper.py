@@ -256,6 +256,9 @@ class ZooKeeperServer:
             "-Djute.maxbuffer=4194304",
             "-Dzookeeper.jmx.log4j.disable=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            # Timestamps, so the server's log lines up with the brokers' (slf4j-simple omits them).
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS",
             "-cp",
             ":".join(classpath),
             main_class,

@@ -38,6 +38,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.connection import ConnectionHandler
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import RetryFailedError
 from kazoo.security import ACL
@@ -78,6 +79,35 @@ def _fast_reconnect_retry() -> dict[str, Any]:
     return {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
 
+def handshake_timeout_s(session_timeout_ms: int) -> float:
+    """How long one connection attempt waits for the server's answer to its ConnectRequest.
+
+    kazoo (like ZooKeeper's Java client) waits the whole session timeout. That loses the session when a
+    restarting server accepts a connection and never answers it: ZooKeeper 3.8 binds its port before it
+    has a database, and closing a connection in that window fails with a NullPointerException that
+    leaves the socket open. The server restarts every session's expiry when it comes up, moments after
+    the stuck connection was made, so a client that waits a whole session timeout before trying again
+    comes back just too late. A third of the timeout leaves room for two more attempts."""
+    return session_timeout_ms / 3000
+
+
+class _HandshakeBoundedConnection(ConnectionHandler):
+    """kazoo's connection handler with a bounded handshake (`_invoke` serves only the ConnectRequest and
+    the auth packets of a new connection)."""
+
+    handshake_timeout_s: float = 10.0
+
+    def _invoke(self, timeout: float, request: Any, xid: int | None = None) -> Any:
+        return super()._invoke(min(timeout, self.handshake_timeout_s), request, xid)
+
+
+def _bound_handshake(zk: KazooClient, session_timeout_ms: int) -> KazooClient:
+    connection = zk._connection
+    connection.__class__ = _HandshakeBoundedConnection  # same state, one method changed
+    connection.handshake_timeout_s = handshake_timeout_s(session_timeout_ms)
+    return zk
+
+
 class ZkSession:
     def __init__(
         self,
@@ -115,13 +145,14 @@ class ZkSession:
     # -- connection --------------------------------------------------------------------------------------
     def _new_kazoo(self, hosts: str) -> KazooClient:
         timeout_s = self.connection_timeout_ms / 1000
-        return KazooClient(
+        zk = KazooClient(
             hosts=hosts,
             auth_data=self.auth.auth_data() if self.auth is not None else None,
             timeout=self.session_timeout_ms / 1000,
             connection_retry=_fast_reconnect_retry(),
             command_retry={**_fast_reconnect_retry(), "deadline": timeout_s},
         )
+        return _bound_handshake(zk, self.session_timeout_ms)
 
     def _start(self, zk: KazooClient) -> None:
         timeout_s = self.connection_timeout_ms / 1000
