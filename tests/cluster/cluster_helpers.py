@@ -54,7 +54,10 @@ class Cluster:
 
     def __init__(self, local: LocalCluster) -> None:
         self.local = local
-        self.zk = KazooClient(hosts=local.zookeeper_connect, timeout=10)
+        # Reconnect within ~1 s like the brokers (kazoo's default backoff grows to a minute, which
+        # outlasts the tests that restart ZooKeeper).
+        retry = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+        self.zk = KazooClient(hosts=local.zookeeper_connect, timeout=10, connection_retry=retry)
         self.zk.start(15)
 
     @property
