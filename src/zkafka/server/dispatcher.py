@@ -47,6 +47,7 @@ from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
+from zkafka.storage.file_cache import FileLease
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +81,17 @@ class FileRecords(DeferredRecords):
     """Records that stay in a segment file until the response is written, then are read with
     one `os.pread` into it. Not sendfile: uvloop transports have none, and writing around the
     transport would break the order of pipelined responses; what it would save is measured in
-    docs/performance.md (benchmarks/fetch_copy.py)."""
+    docs/performance.md (benchmarks/fetch_copy.py).
 
-    __slots__ = ("_fd", "_position", "_size")
+    The lease pins the descriptor for as long as these records exist (`zkafka.storage.file_cache`):
+    the broker's cache of open segment files never closes it under them, nor does a segment
+    deleted meanwhile."""
 
-    def __init__(self, fd: int, position: int, size: int) -> None:
-        self._fd, self._position, self._size = fd, position, size
+    __slots__ = ("_fd", "_lease", "_position", "_size")
+
+    def __init__(self, lease: FileLease, position: int, size: int) -> None:
+        self._lease = lease
+        self._fd, self._position, self._size = lease.fd, position, size
 
     @property
     def size(self) -> int:

@@ -33,6 +33,7 @@ async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeepe
             broker_id=identity.broker_id,
             cluster_id=identity.cluster_id,
             topic_configs=topic_configs,
+            max_open_files=config.zkafka_log_max_open_files,
         ),
     )
 

@@ -32,7 +32,6 @@ per-partition executor while reading from the event loop.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import shutil
 import struct
@@ -58,6 +57,7 @@ from zkafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from zkafka.storage.file_cache import FileCache, FileLease
 from zkafka.storage.log_loader import LogLoader, load_epoch_cache
 from zkafka.storage.naming import (
     CLEANED_SUFFIX,
@@ -107,13 +107,15 @@ class AppendInfo(NamedTuple):
 class FetchSlice:
     """A byte range of one segment file holding whole batches, ready to be copied straight into a response.
 
-    `fd` stays open until the segment is deleted (after `file.delete.delay.ms`) or the log is
-    closed; `path` lets a caller open its own descriptor instead. An empty slice has size 0.
+    `lease` pins the segment's descriptor open (`zkafka.storage.file_cache`) for as long as the
+    slice -- or whatever it hands the lease to, such as a fetch response's records -- keeps it:
+    neither the descriptor cache nor a segment deletion closes it under a reader. `path` lets a
+    caller open its own descriptor instead. An empty slice has size 0 and no lease.
     """
 
     fetch_offset: int
     path: Path | None
-    fd: int
+    lease: FileLease | None
     position: int
     size: int
     segment_base_offset: int
@@ -122,6 +124,11 @@ class FetchSlice:
     @property
     def is_empty(self) -> bool:
         return self.size == 0
+
+    @property
+    def fd(self) -> int:
+        """The pinned descriptor (valid while this slice or its lease is alive; -1 when empty)."""
+        return self.lease.fd if self.lease is not None else -1
 
     def read_bytes(self) -> bytes:
         if not self.size:
@@ -133,7 +140,7 @@ class FetchSlice:
 
 
 def _empty_slice(offset: int) -> FetchSlice:
-    return FetchSlice(offset, None, -1, 0, 0, -1)
+    return FetchSlice(offset, None, None, 0, 0, -1)
 
 
 def _roll_jitter(config: LogConfig) -> int:
@@ -159,8 +166,10 @@ class Log:
         had_clean_shutdown: bool = False,
         clock: Callable[[], float] = time.time,
         topic_partition: TopicPartition | None = None,
+        file_cache: FileCache | None = None,
     ) -> None:
         self.dir_path = Path(dir_path)
+        self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
         self.config = config
         self._derive_config()
         self._clock = clock
@@ -226,6 +235,7 @@ class Log:
             roll_jitter_ms=_roll_jitter(self.config),
             suffix=suffix,
             create=create,
+            file_cache=self._file_cache,
         )
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -459,7 +469,7 @@ class Log:
                 if result is not None:
                     position, size, first = result
                     return FetchSlice(
-                        offset, seg.log_path, seg.fd, position, size, seg.base_offset, first.base_offset
+                        offset, seg.log_path, seg.lease(), position, size, seg.base_offset, first.base_offset
                     )
                 i += 1
             return _empty_slice(offset)
@@ -807,12 +817,7 @@ class Log:
         with self._lock:
             self._closed = True
             for seg in [*self._segments, *(s for _, s in self._pending_deletes)]:
-                seg.closed = True
-                seg.index.discard_pending()
-                seg.time_index.discard_pending()
-                if seg._fd is not None:
-                    os.close(seg._fd)
-                    seg._fd = None
+                seg.abandon()
 
     def delete(self) -> None:
         """Close the log and remove its directory."""

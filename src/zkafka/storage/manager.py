@@ -45,6 +45,7 @@ from zkafka.storage.errors import (
     LogNotFoundError,
     StorageError,
 )
+from zkafka.storage.file_cache import FileCache
 from zkafka.storage.log import Log
 from zkafka.storage.naming import (
     TopicPartition,
@@ -111,6 +112,7 @@ class LogManager:
         clock: Callable[[], float] = time.time,
         topic_configs: Mapping[str, LogConfig] | None = None,
         dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
+        max_open_files: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -123,6 +125,9 @@ class LogManager:
         self._clock = clock
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.dedupe_buffer_bytes = dedupe_buffer_bytes
+        self.file_cache = FileCache(max_open_files)
+        """The `.log` descriptors of every log here (`zkafka.log.max.open.files`; None or <= 0:
+        half the open files limit)."""
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
@@ -190,6 +195,7 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self._clock,
                 topic_partition=tp,
+                file_cache=self.file_cache,
             )
             self._dir_of[tp] = log_dir
             self._count_in_dir[log_dir] += 1
@@ -277,6 +283,7 @@ class LogManager:
                 clock=self._clock,
                 had_clean_shutdown=True,
                 topic_partition=tp,
+                file_cache=self.file_cache,
             )
             if sync_dir:
                 fsync_dir(log_dir)
