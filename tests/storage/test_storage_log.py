@@ -23,13 +23,13 @@ from storage_helpers import (
 
 from zkafka.records.batch import is_crc_valid, read_header, validate_batches
 from zkafka.storage.config import LogConfig
-from zkafka.storage.file_cache import FileCache
 from zkafka.storage.errors import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
+from zkafka.storage.file_cache import FileCache
 from zkafka.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
 from zkafka.storage.segment import TimestampOffset
 

@@ -160,7 +160,14 @@ class FileCache:
                 self._drain_late_releases()
 
     def release_later(self, file: SegmentFile) -> None:
+        """A finalizer's release: now when the lock is free, else by the next call that takes it
+        (the lock may be held by this very thread, below the finalizer)."""
         self._late_releases.append(file)  # deque.append is atomic: no lock
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drain_late_releases()
+            finally:
+                self._lock.release()
 
     def _release(self, file: SegmentFile) -> None:
         file.pins -= 1
@@ -178,6 +185,8 @@ class FileCache:
 
     def close(self, file: SegmentFile) -> None:
         with self._lock:
+            if self._late_releases:
+                self._drain_late_releases()
             file.closed = True
             if not file.pins:
                 self._close(file)

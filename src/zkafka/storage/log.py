@@ -409,6 +409,19 @@ class Log:
                 self.epochs.assign(epoch, h.base_offset)
                 latest = epoch
 
+    def assign_leader_epoch(self, epoch: int) -> bool:
+        """A new leader: `epoch` starts at the log end (under the lock: the checkpoint may be
+        written from another thread)."""
+        with self._lock:
+            self._check_open()
+            return self.epochs.assign(epoch, self._leo)
+
+    def write_epoch_checkpoint(self) -> None:
+        """Write a deferred leader-epoch checkpoint change (`LeaderEpochCache.defer_writes`)."""
+        with self._lock:
+            if not self._closed:
+                self.epochs.write_if_dirty()
+
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op when the active one is empty)."""
         with self._lock:
@@ -710,6 +723,8 @@ class Log:
                     break
                 self._segments[i].flush(fsync=fsync)
             self.recovery_point = up_to
+        if not fsync:
+            self.epochs.write_if_dirty()  # before the caller's syncfs
         if fsync:
             self.epochs.sync()
             if self._dir_dirty:
@@ -807,6 +822,10 @@ class Log:
                 return
             self._abort_cleaning()
             self._closed = True
+            try:
+                self.epochs.write_if_dirty()
+            except OSError as e:
+                log.warning("%s: writing the leader-epoch checkpoint: %s", self, e)
             self.delete_expired_files(1 << 62)
             for seg in self._segments:
                 seg.close_quietly()

@@ -116,7 +116,8 @@ class LogLoader:
         if not self._segments:
             self._add(self.new_segment(log_start_offset))
         active = self._segments[-1]
-        active.ensure_indexes()
+        if active.size:  # an empty one (an idle replica's) is left alone until its first append
+            active.ensure_indexes()
         leo = active.read_next_offset()
         if leo < log_start_offset:
             log.warning(

@@ -373,6 +373,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
+        if self.size == 0:  # no index or descriptor needed: an idle replica's load stays free
+            return self.base_offset
         self.ensure_indexes()
         _, position = self.index.lookup(self.index.last_offset)
         next_offset = self.base_offset
