@@ -16,6 +16,9 @@ Rules that keep it correct:
 - Eviction only closes: nothing is written there, so flush and fsync semantics are the segment's
   own (it remembers writes not yet fsynced and reopens the file to fsync them: fsync works on the
   inode, whichever descriptor wrote the pages).
+- Leases are bounded: at most half the capacity of them at once (`SegmentFile.try_lease` answers
+  None beyond that, and the fetch path then reads the bytes at once instead of keeping the file
+  pinned). One fetch over 30,000 partitions would otherwise pin 30,000 descriptors.
 - Opening that hits EMFILE/ENFILE closes half of the unpinned descriptors and tries once more; a
   second failure is a `StorageError` for that request, not a failed log dir.
 """
@@ -81,6 +84,13 @@ class SegmentFile:
     def lease(self) -> FileLease:
         return FileLease(self)
 
+    def try_lease(self) -> FileLease | None:
+        """A lease, or None when the cache's lease budget is spent (read the bytes now instead)."""
+        cache = self.cache
+        if cache.leases >= cache.max_leases:
+            return None
+        return FileLease(self)
+
 
 class FileLease:
     """A pin held by a value that outlives the call that made it (a fetch response's records,
@@ -92,15 +102,19 @@ class FileLease:
     def __init__(self, file: SegmentFile) -> None:
         self.fd = file.acquire()
         self._file: SegmentFile | None = file
+        file.cache.leases += 1
 
     def release(self) -> None:
         file, self._file = self._file, None
         if file is not None:
+            file.cache.leases -= 1
             file.release()
 
     def __del__(self) -> None:
-        file, self._file = self._file, None
+        file = getattr(self, "_file", None)  # unset when acquire() raised in __init__
+        self._file = None
         if file is not None:
+            file.cache.leases -= 1  # an int store under the GIL: no lock needed for a budget
             # a finalizer may run inside the cache's own locked section (a GC pass started by an
             # allocation there): hand the release over instead of taking the lock here
             file.cache.release_later(file)
@@ -112,6 +126,8 @@ class FileCache:
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = default_capacity() if capacity is None or capacity <= 0 else capacity
+        self.max_leases = max(1, self.capacity // 2)
+        self.leases = 0  # FileLeases alive (approximate under threads: it is a budget, not a bound)
         self._lock = threading.Lock()
         self._open: OrderedDict[SegmentFile, None] = OrderedDict()  # least recently used first
         self._late_releases: deque[SegmentFile] = deque()

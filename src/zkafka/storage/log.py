@@ -109,8 +109,10 @@ class FetchSlice:
 
     `lease` pins the segment's descriptor open (`zkafka.storage.file_cache`) for as long as the
     slice -- or whatever it hands the lease to, such as a fetch response's records -- keeps it:
-    neither the descriptor cache nor a segment deletion closes it under a reader. `path` lets a
-    caller open its own descriptor instead. An empty slice has size 0 and no lease.
+    neither the descriptor cache nor a segment deletion closes it under a reader. When the cache's
+    lease budget is spent the bytes are read at once instead: `data` holds them and `lease` is
+    None. `path` lets a caller open its own descriptor instead. An empty slice has size 0 and
+    neither.
     """
 
     fetch_offset: int
@@ -120,6 +122,7 @@ class FetchSlice:
     size: int
     segment_base_offset: int
     first_batch_offset: int = -1
+    data: bytes | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -133,6 +136,8 @@ class FetchSlice:
     def read_bytes(self) -> bytes:
         if not self.size:
             return b""
+        if self.data is not None:
+            return self.data
         data = read_exactly(self.fd, self.size, self.position)
         if len(data) != self.size:
             raise StorageError(f"{self.path}: {self.size} bytes expected at {self.position}, got {len(data)}")
@@ -481,8 +486,10 @@ class Log:
                 result = seg.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
                 if result is not None:
                     position, size, first = result
+                    lease = seg.try_lease() if size else None
+                    data = None if lease is not None or not size else seg.read_bytes(position, size)
                     return FetchSlice(
-                        offset, seg.log_path, seg.lease(), position, size, seg.base_offset, first.base_offset
+                        offset, seg.log_path, lease, position, size, seg.base_offset, first.base_offset, data
                     )
                 i += 1
             return _empty_slice(offset)

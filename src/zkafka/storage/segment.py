@@ -120,6 +120,10 @@ class LogSegment:
         """A pin on the `.log` descriptor for a value that outlives the call (a fetch response)."""
         return self._file.lease()
 
+    def try_lease(self) -> FileLease | None:
+        """A lease, or None when the descriptor cache's lease budget is spent."""
+        return self._file.try_lease()
+
     @property
     def has_open_file(self) -> bool:
         return self._file.fd is not None

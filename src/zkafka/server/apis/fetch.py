@@ -277,8 +277,7 @@ def _read(
                             Resp.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
                             for t in log_.collect_aborted_txns(p.fetch_offset, end)
                         ]
-                    assert chunk.lease is not None  # a slice with bytes has one
-                    records = FileRecords(chunk.lease, chunk.position, chunk.size)
+                    records = FileRecords(chunk.lease, chunk.position, chunk.size, chunk.data)
                     size = chunk.size
                     if legacy_magic is None:
                         out.records = records
