@@ -177,7 +177,11 @@ class LeaderEpochCheckpointFile:
     """`<epoch> <startOffset>` per line, ascending."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        self._path = os.fspath(path)  # a str: one of these per replica, and a Path is ~0.5 KiB
+
+    @property
+    def path(self) -> Path:
+        return Path(self._path)
 
     def read(self) -> list[tuple[int, int]]:
         return parse_checkpoint(_read_text(self.path), _parse_epoch_entry, name=str(self.path))

@@ -92,7 +92,7 @@ class SparseIndex:
     reserved_slots = 0  # entries kept free for a forced final entry (the time index keeps one)
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int, *, create: bool = False) -> None:
-        self.path = path
+        self._path = os.fspath(path)  # a str: ~0.5 KiB less than a Path, per file of every replica
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry_struct.size)
         self._full_at = self.max_entries - self.reserved_slots
@@ -104,6 +104,14 @@ class SparseIndex:
         if create:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self._keys, self._values = array(self.key_type), array(self.value_type)
+
+    @property
+    def path(self) -> Path:
+        return Path(self._path)
+
+    @path.setter
+    def path(self, path: Path) -> None:
+        self._path = os.fspath(path)
 
     # ---- loading --------------------------------------------------------------------------------
 
@@ -199,7 +207,7 @@ class SparseIndex:
     @contextmanager
     def _opened(self) -> Iterator[int]:
         """The file, opened for one write (see "No descriptor is held" above)."""
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             yield fd
         finally:
@@ -219,7 +227,7 @@ class SparseIndex:
         without `fsync` the caller syncs the whole filesystem)."""
         self.write_pending()
         if fsync and self._unsynced:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self._path, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
