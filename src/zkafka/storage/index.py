@@ -18,8 +18,8 @@ still caps the entry count (a full index forces a roll, as in Kafka).
 Arrays are loaded lazily: a segment that is never read after startup costs no memory or I/O.
 
 **No descriptor is held.** An index opens its file for each write (a chunk of entries, a
-truncation, an fsync) and closes it again, so a replica costs one descriptor (its active `.log`),
-not three. With thousands of partitions per broker that is the difference between fitting in a
+truncation, an fsync) and closes it again, so a replica costs at most one descriptor (its `.log`,
+and only while the broker's `FileCache` keeps it open: `zkafka.storage.file_cache`), not three. With thousands of partitions per broker that is the difference between fitting in a
 20,000-descriptor limit and losing the ZooKeeper session to EMFILE (measured: 6,667 replicas per
 broker, `benchmarks/failover_bench.py`). Kafka gets the same effect by mmapping its indexes and
 closing the file. The extra open/close happens once per 4 KiB of entries, i.e. every few MB of log.
