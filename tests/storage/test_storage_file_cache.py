@@ -265,3 +265,26 @@ def test_beyond_the_lease_budget_a_read_returns_the_bytes_instead_of_a_pin(tmp_p
     assert cache.leases == 0
     for lg in logs:
         lg.close()
+
+
+def test_running_out_of_descriptors_closes_cached_ones_instead_of_failing(tmp_path: Path) -> None:
+    """A cache bound set above what the process can open (other files took the room): EMFILE when
+    opening or creating a segment file evicts half of the unpinned ones and tries again."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cache = FileCache(10_000)
+    logs: list[Log] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(open_fds()) + 24, hard))
+    try:
+        for i in range(60):
+            lg = Log(tmp_path / f"t-{i}", LogConfig(), file_cache=cache)
+            append(lg, batch(1, key=f"l{i}-"))
+            logs.append(lg)
+        for i, lg in enumerate(logs):  # every file reopened once more, still within the limit
+            assert [r.key for r in all_records(lg)] == [f"l{i}-0".encode()]
+    finally:
+        for lg in logs:
+            lg.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert cache.evictions > 0

@@ -30,6 +30,7 @@ import logging
 import os
 import resource
 import threading
+import weakref
 from collections import OrderedDict, deque
 from pathlib import Path
 
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 _RESERVED_FRACTION = 0.5
 _MIN_CAPACITY = 16
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+_CREATE_FLAGS = _OPEN_FLAGS | os.O_CREAT | os.O_TRUNC
 
 
 def default_capacity(nofile_soft: int | None = None) -> int:
@@ -60,14 +62,14 @@ class SegmentFile:
 
     __slots__ = ("cache", "closed", "fd", "path", "pins")
 
-    def __init__(self, cache: FileCache, path: Path, fd: int | None = None) -> None:
+    def __init__(self, cache: FileCache, path: Path, *, create: bool = False) -> None:
         self.cache = cache
         self.path = path
         self.fd: int | None = None
         self.pins = 0
         self.closed = False
-        if fd is not None:
-            cache.adopt(self, fd)
+        if create:  # a new segment: made empty now, and kept open (it is about to be written)
+            cache.create(self)
 
     def acquire(self) -> int:
         """Pin the file open and return its descriptor; `release` exactly once afterwards."""
@@ -133,6 +135,7 @@ class FileCache:
         self._late_releases: deque[SegmentFile] = deque()
         self.opens = 0
         self.evictions = 0
+        _caches.add(self)
 
     def __repr__(self) -> str:
         return f"FileCache(open={len(self._open)}, capacity={self.capacity})"
@@ -147,13 +150,12 @@ class FileCache:
 
     # ---- pins -----------------------------------------------------------------------------------
 
-    def adopt(self, file: SegmentFile, fd: int) -> None:
-        """A descriptor the segment just opened itself (creating the file)."""
+    def create(self, file: SegmentFile) -> None:
+        """Create (or empty) the file and keep it open."""
         with self._lock:
-            self._drain_late_releases()
-            self._make_room(1)
-            file.fd = fd
-            self._open[file] = None
+            if self._late_releases:
+                self._drain_late_releases()
+            self._open_file(file, _CREATE_FLAGS)
 
     def acquire(self, file: SegmentFile) -> int:
         with self._lock:
@@ -209,10 +211,10 @@ class FileCache:
 
     # ---- descriptors ----------------------------------------------------------------------------
 
-    def _open_file(self, file: SegmentFile) -> int:
+    def _open_file(self, file: SegmentFile, flags: int = _OPEN_FLAGS) -> int:
         self._make_room(1)
         try:
-            fd = os.open(file.path, _OPEN_FLAGS)
+            fd = os.open(file.path, flags, 0o644)
         except OSError as e:
             if e.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
@@ -226,13 +228,21 @@ class FileCache:
             )
             self._evict(max(1, unpinned // 2))
             try:
-                fd = os.open(file.path, _OPEN_FLAGS)
+                fd = os.open(file.path, flags, 0o644)
             except OSError as e2:
                 raise StorageError(f"cannot open {file.path}: {e2}") from e2
         self.opens += 1
         file.fd = fd
         self._open[file] = None
         return fd
+
+    def relieve(self) -> int:
+        """Close half of the unpinned descriptors (another open in this process hit EMFILE)."""
+        with self._lock:
+            unpinned = sum(1 for f in self._open if not f.pins)
+            before = self.evictions
+            self._evict(max(1, unpinned // 2))
+            return self.evictions - before
 
     def _make_room(self, needed: int) -> None:
         excess = len(self._open) + needed - self.capacity
@@ -260,6 +270,23 @@ class FileCache:
             os.close(fd)
         except OSError as e:  # nothing is lost: writes went to the page cache at write time
             log.warning("closing %s: %s", file.path, e)
+
+
+_caches: weakref.WeakSet[FileCache] = weakref.WeakSet()
+
+
+def open_or_relieve(path: str | Path, flags: int, mode: int = 0o644) -> int:
+    """`os.open` for storage's short-lived opens (index and checkpoint writes): on EMFILE/ENFILE,
+    every descriptor cache of the process closes half of its unpinned files and the open is tried
+    once more."""
+    try:
+        return os.open(path, flags, mode)
+    except OSError as e:
+        if e.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        freed = sum(cache.relieve() for cache in list(_caches))
+        log.warning("out of descriptors opening %s: closed %d cached segment files", path, freed)
+        return os.open(path, flags, mode)
 
 
 _default: FileCache | None = None

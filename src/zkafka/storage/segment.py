@@ -35,7 +35,6 @@ from zkafka.storage.txn_index import TransactionIndex
 log = logging.getLogger(__name__)
 
 _BAD_BATCH = (CorruptRecordError, InvalidRecordError)
-_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +86,7 @@ class LogSegment:
         self._unsynced = False  # written or truncated since the last fsync of the `.log`
         cache = file_cache if file_cache is not None else default_file_cache()
         if create:
-            fd = os.open(self.log_path, _CREATE_FLAGS, 0o644)
-            self._file = SegmentFile(cache, self.log_path, fd)
+            self._file = SegmentFile(cache, self.log_path, create=True)
             self.size = 0
             self._max_ts: int | None = NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
