@@ -399,6 +399,11 @@ class BrokerConfig:
     num_recovery_threads_per_data_dir: int = _key("num.recovery.threads.per.data.dir", INT, 1,
                                                   "threads recovering logs at startup, per directory",
                                                   at_least(1))
+    zkafka_log_max_open_files: int = _key(
+        "zkafka.log.max.open.files", INT, -1,
+        "zkafka-specific: segment .log descriptors kept open at most, least recently used closed "
+        "first (Kafka keeps every segment open); -1: half the process's open files limit",
+        at_least(-1))
     log_cleaner_enable: bool = _key("log.cleaner.enable", BOOLEAN, True, "run the log compactor")
     log_cleaner_threads: int = _key("log.cleaner.threads", INT, 1, "compactor threads", at_least(0))
     log_cleaner_dedupe_buffer_size: int = _key("log.cleaner.dedupe.buffer.size", LONG, 134217728,

@@ -22,8 +22,10 @@ The processes run in their own sessions, so they outlive the process that starte
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -481,9 +483,12 @@ class LocalCluster:
             self.admin_client_config = str(self._tls.admin_client_config)
         return self._tls
 
-    def start_broker(self, broker_id: int) -> BrokerProcess:
+    def start_broker(self, broker_id: int, *, nofile: int | None = None) -> BrokerProcess:
+        """Start the broker process; `nofile` sets its RLIMIT_NOFILE (soft and hard) lower than
+        this process's, e.g. to show a broker holding more replicas than descriptors."""
         broker = self.brokers[broker_id]
         log = open(broker.log_path, "ab")  # noqa: SIM115 - handed to the child
+        limit = None if nofile is None else functools.partial(_set_nofile, nofile)
         try:
             proc = subprocess.Popen(
                 [
@@ -500,6 +505,7 @@ class LocalCluster:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=limit,  # only setrlimit in the child: no locks taken
             )
         finally:
             log.close()
@@ -809,6 +815,11 @@ def _reap(pid: int) -> None:
     """Collect our own exited child (a zombie otherwise counts as alive to os.kill)."""
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def _set_nofile(limit: int) -> None:
+    """In the child before exec: its open files limit, soft and hard."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
 
 def _alive(pid: int) -> bool:

@@ -47,6 +47,7 @@ from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
+from zkafka.storage.file_cache import FileLease
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +81,34 @@ class FileRecords(DeferredRecords):
     """Records that stay in a segment file until the response is written, then are read with
     one `os.pread` into it. Not sendfile: uvloop transports have none, and writing around the
     transport would break the order of pipelined responses; what it would save is measured in
-    docs/performance.md (benchmarks/fetch_copy.py)."""
+    docs/performance.md (benchmarks/fetch_copy.py).
 
-    __slots__ = ("_fd", "_position", "_size")
+    The lease pins the descriptor for as long as these records exist (`zkafka.storage.file_cache`):
+    the broker's cache of open segment files never closes it under them, nor does a segment
+    deleted meanwhile. Without a lease (the cache's lease budget was spent) the bytes were read
+    already and are held in `data`."""
 
-    def __init__(self, fd: int, position: int, size: int) -> None:
-        self._fd, self._position, self._size = fd, position, size
+    __slots__ = ("_data", "_fd", "_lease", "_position", "_size")
+
+    def __init__(self, lease: FileLease | None, position: int, size: int, data: bytes | None = None) -> None:
+        self._lease, self._data = lease, data
+        self._fd = lease.fd if lease is not None else -1
+        self._position, self._size = position, size
 
     @property
     def size(self) -> int:
         return self._size
 
+    def _read(self, size: int, position: int) -> bytes:
+        data = self._data
+        if data is not None:
+            start = position - self._position
+            return data[start : start + size]
+        return os.pread(self._fd, size, position)
+
     def materialize(self) -> bytes:
+        if self._data is not None:
+            return self._data
         data = os.pread(self._fd, self._size, self._position)
         if len(data) < self._size:  # the segment shrank under us (truncation): pad never; cut
             log.warning("segment read returned %d of %d bytes", len(data), self._size)
@@ -102,14 +119,14 @@ class FileRecords(DeferredRecords):
         comes instead of reading the whole slice). Stops at a short read or a partial batch."""
         pos, end = self._position, self._position + self._size
         while pos + _BATCH_PREFIX.size <= end:
-            prefix = os.pread(self._fd, _BATCH_PREFIX.size, pos)
+            prefix = self._read(_BATCH_PREFIX.size, pos)
             if len(prefix) < _BATCH_PREFIX.size:
                 return
             _, length = _BATCH_PREFIX.unpack(prefix)
             total = _BATCH_PREFIX.size + length
             if length <= 0 or pos + total > end:
                 return
-            batch = os.pread(self._fd, total, pos)
+            batch = self._read(total, pos)
             if len(batch) < total:
                 return
             yield batch

@@ -19,6 +19,7 @@ from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
 
 DELETE_FILES_INTERVAL_MS = 1000
+LEADER_EPOCH_WRITE_INTERVAL_MS = 500
 
 
 async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeeper) -> LogManager:
@@ -33,6 +34,7 @@ async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeepe
             broker_id=identity.broker_id,
             cluster_id=identity.cluster_id,
             topic_configs=topic_configs,
+            max_open_files=config.zkafka_log_max_open_files,
         ),
     )
 
@@ -68,6 +70,8 @@ def schedule_log_maintenance(
         lambda: logs.checkpoint_high_watermarks(high_watermarks()),
     )
     every(DELETE_FILES_INTERVAL_MS, "delete-files", lambda: logs.delete_pending(_now_ms()))
+    # leader-epoch checkpoints a LeaderAndIsr changed, written here instead of on the event loop
+    every(LEADER_EPOCH_WRITE_INTERVAL_MS, "leader-epoch-checkpoint", logs.write_leader_epoch_checkpoints)
     if cfg.log_cleaner_enable:
         every(cfg.log_cleaner_backoff_ms, "cleaner", lambda: logs.run_cleaner(_now_ms()))
 

@@ -123,7 +123,7 @@ class Partition:
         """Become leader: record the new epoch at the log end (so followers truncate correctly)
         and start tracking every other assigned replica."""
         self.state = state
-        self.log.epochs.assign(state.leader_epoch, self.log.log_end_offset)
+        self.log.assign_leader_epoch(state.leader_epoch)
         old = self.followers
         self.followers = {
             r: old.get(r, FollowerState(last_caught_up_ms=now_ms if r in state.isr else 0))

@@ -19,6 +19,7 @@ from zkafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from zkafka.storage.file_cache import FileCache, FileLease
 from zkafka.storage.leader_epoch import LeaderEpochCache
 from zkafka.storage.log import (
     EARLIEST_TIMESTAMP,
@@ -41,6 +42,8 @@ __all__ = [
     "CleanResult",
     "CorruptIndexError",
     "FetchSlice",
+    "FileCache",
+    "FileLease",
     "InconsistentMetadataError",
     "LeaderEpochCache",
     "Log",

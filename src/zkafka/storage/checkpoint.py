@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from zkafka.storage.errors import CheckpointError, InconsistentMetadataError
+from zkafka.storage.file_cache import open_or_relieve
 from zkafka.storage.naming import TopicPartition
 from zkafka.storage.scan import write_all
 
@@ -41,7 +42,7 @@ T = TypeVar("T")
 def fsync_dir(path: Path) -> None:
     """Make a rename or create inside `path` durable (a no-op where dirs cannot be opened)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_or_relieve(path, os.O_RDONLY)
     except OSError:
         return
     try:
@@ -61,7 +62,7 @@ def sync_filesystem(path: Path) -> None:
     except (OSError, AttributeError):
         os.sync()
         return
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_or_relieve(path, os.O_RDONLY)
     try:
         if syncfs(fd) != 0:
             os.sync()
@@ -74,7 +75,7 @@ def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
     `sync` only the rename keeps readers from a half-written file; `fsync_file` later makes it
     durable."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = open_or_relieve(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         write_all(fd, data)
         if sync:
@@ -89,7 +90,7 @@ def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
 def fsync_file(path: Path) -> None:
     """Make a file written by `write_atomically(sync=False)` durable: fsync it and its dir."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_or_relieve(path, os.O_RDONLY)
     except FileNotFoundError:
         return
     try:
@@ -177,7 +178,11 @@ class LeaderEpochCheckpointFile:
     """`<epoch> <startOffset>` per line, ascending."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        self._path = os.fspath(path)  # a str: one of these per replica, and a Path is ~0.5 KiB
+
+    @property
+    def path(self) -> Path:
+        return Path(self._path)
 
     def read(self) -> list[tuple[int, int]]:
         return parse_checkpoint(_read_text(self.path), _parse_epoch_entry, name=str(self.path))

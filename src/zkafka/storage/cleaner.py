@@ -71,7 +71,6 @@ from zkafka.storage.errors import CleaningAbortedError
 from zkafka.storage.index import INT32_MAX
 from zkafka.storage.log import Log
 from zkafka.storage.naming import CLEANED_SUFFIX
-from zkafka.storage.scan import iter_file_batches
 from zkafka.storage.segment import LogSegment
 from zkafka.storage.txn_index import AbortedTxn, TransactionIndex
 
@@ -167,7 +166,7 @@ class _OffsetMap:
 
 
 def _batches(log_: Log, seg: LogSegment) -> Iterator[tuple[BatchHeader, memoryview]]:
-    for _, header, view in iter_file_batches(seg.fd, 0, seg.size):
+    for _, header, view in seg.iter_batches():
         if log_.cleaning_aborted:
             raise CleaningAbortedError(f"cleaning of {log_.dir_path.name} aborted")
         yield header, view

@@ -9,12 +9,21 @@ KAFKA-15046: a LeaderAndIsr that makes a broker leader of thousands of partition
 recovering thousands of logs, would otherwise wait for two or three fsyncs per partition. What a
 machine crash loses of them is made again: an epoch entry from the batches (each carries its
 leader epoch) by log recovery, a truncation by the next recovery or follower truncation.
+
+Those two kinds of write can also be deferred (`defer_writes`, what a broker's `LogManager` does):
+the change marks the cache dirty and queues its owner, and the file is written off the event loop
+by the manager's `write_leader_epoch_checkpoints`, at the log's next flush (before the recovery
+point moves past the change, so a re-validated batch can always restore what was lost) and at
+close. A LeaderAndIsr making a broker leader of 30,000 partitions then costs no file writes on
+the loop; what a process crash loses before the write is what a machine crash loses anyway.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
 
@@ -29,6 +38,10 @@ class LeaderEpochCache:
         self._file = LeaderEpochCheckpointFile(path) if path is not None else None
         self._unsynced = False
         """The file was written by `assign` and not fsynced since."""
+        self._dirty = False
+        """Changed by a deferred write, the file not written yet."""
+        self._queue: deque[Any] | None = None
+        self._owner: object = None
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for epoch, start in entries or ():
@@ -58,12 +71,37 @@ class LeaderEpochCache:
         return removed
 
     def _flush(self, sync: bool = True) -> None:
-        if self._file is not None:
-            self._file.write(self.entries(), sync=sync)
-            self._unsynced = not sync
+        if self._file is None:
+            return
+        if not sync and self._queue is not None:
+            if not self._dirty:
+                self._dirty = True
+                self._queue.append(self._owner)
+            return
+        self._dirty = False
+        self._file.write(self.entries(), sync=sync)
+        self._unsynced = not sync
+
+    def defer_writes(self, queue: deque[Any], owner: object) -> None:
+        """From now on, unsynced writes only queue `owner` on `queue`; its owner calls
+        `write_if_dirty` (under the lock that guards this cache)."""
+        self._queue, self._owner = queue, owner
+
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    def write_if_dirty(self) -> None:
+        """Write the file (no fsync) when a deferred change is pending."""
+        if self._dirty and self._file is not None:
+            self._dirty = False
+            self._file.write(self.entries(), sync=False)
+            self._unsynced = True
 
     def sync(self) -> None:
-        """fsync the checkpoint if `assign` wrote it without (the log's flush calls this)."""
+        """Write a deferred change and fsync the checkpoint if it was written without (the log's
+        flush calls this)."""
+        self.write_if_dirty()
         if self._unsynced and self._file is not None:
             self._file.sync()
             self._unsynced = False

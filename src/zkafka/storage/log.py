@@ -32,7 +32,6 @@ per-partition executor while reading from the event loop.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import shutil
 import struct
@@ -58,6 +57,7 @@ from zkafka.storage.errors import (
     StorageError,
     UnexpectedAppendOffsetError,
 )
+from zkafka.storage.file_cache import FileCache, FileLease
 from zkafka.storage.log_loader import LogLoader, load_epoch_cache
 from zkafka.storage.naming import (
     CLEANED_SUFFIX,
@@ -107,25 +107,37 @@ class AppendInfo(NamedTuple):
 class FetchSlice:
     """A byte range of one segment file holding whole batches, ready to be copied straight into a response.
 
-    `fd` stays open until the segment is deleted (after `file.delete.delay.ms`) or the log is
-    closed; `path` lets a caller open its own descriptor instead. An empty slice has size 0.
+    `lease` pins the segment's descriptor open (`zkafka.storage.file_cache`) for as long as the
+    slice -- or whatever it hands the lease to, such as a fetch response's records -- keeps it:
+    neither the descriptor cache nor a segment deletion closes it under a reader. When the cache's
+    lease budget is spent the bytes are read at once instead: `data` holds them and `lease` is
+    None. `path` lets a caller open its own descriptor instead. An empty slice has size 0 and
+    neither.
     """
 
     fetch_offset: int
     path: Path | None
-    fd: int
+    lease: FileLease | None
     position: int
     size: int
     segment_base_offset: int
     first_batch_offset: int = -1
+    data: bytes | None = None
 
     @property
     def is_empty(self) -> bool:
         return self.size == 0
 
+    @property
+    def fd(self) -> int:
+        """The pinned descriptor (valid while this slice or its lease is alive; -1 when empty)."""
+        return self.lease.fd if self.lease is not None else -1
+
     def read_bytes(self) -> bytes:
         if not self.size:
             return b""
+        if self.data is not None:
+            return self.data
         data = read_exactly(self.fd, self.size, self.position)
         if len(data) != self.size:
             raise StorageError(f"{self.path}: {self.size} bytes expected at {self.position}, got {len(data)}")
@@ -133,7 +145,7 @@ class FetchSlice:
 
 
 def _empty_slice(offset: int) -> FetchSlice:
-    return FetchSlice(offset, None, -1, 0, 0, -1)
+    return FetchSlice(offset, None, None, 0, 0, -1)
 
 
 def _roll_jitter(config: LogConfig) -> int:
@@ -159,8 +171,10 @@ class Log:
         had_clean_shutdown: bool = False,
         clock: Callable[[], float] = time.time,
         topic_partition: TopicPartition | None = None,
+        file_cache: FileCache | None = None,
     ) -> None:
         self.dir_path = Path(dir_path)
+        self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
         self.config = config
         self._derive_config()
         self._clock = clock
@@ -226,6 +240,7 @@ class Log:
             roll_jitter_ms=_roll_jitter(self.config),
             suffix=suffix,
             create=create,
+            file_cache=self._file_cache,
         )
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -399,6 +414,19 @@ class Log:
                 self.epochs.assign(epoch, h.base_offset)
                 latest = epoch
 
+    def assign_leader_epoch(self, epoch: int) -> bool:
+        """A new leader: `epoch` starts at the log end (under the lock: the checkpoint may be
+        written from another thread)."""
+        with self._lock:
+            self._check_open()
+            return self.epochs.assign(epoch, self._leo)
+
+    def write_epoch_checkpoint(self) -> None:
+        """Write a deferred leader-epoch checkpoint change (`LeaderEpochCache.defer_writes`)."""
+        with self._lock:
+            if not self._closed:
+                self.epochs.write_if_dirty()
+
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op when the active one is empty)."""
         with self._lock:
@@ -458,8 +486,10 @@ class Log:
                 result = seg.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
                 if result is not None:
                     position, size, first = result
+                    lease = seg.try_lease() if size else None
+                    data = None if lease is not None or not size else seg.read_bytes(position, size)
                     return FetchSlice(
-                        offset, seg.log_path, seg.fd, position, size, seg.base_offset, first.base_offset
+                        offset, seg.log_path, lease, position, size, seg.base_offset, first.base_offset, data
                     )
                 i += 1
             return _empty_slice(offset)
@@ -700,6 +730,8 @@ class Log:
                     break
                 self._segments[i].flush(fsync=fsync)
             self.recovery_point = up_to
+        if not fsync:
+            self.epochs.write_if_dirty()  # before the caller's syncfs
         if fsync:
             self.epochs.sync()
             if self._dir_dirty:
@@ -797,6 +829,10 @@ class Log:
                 return
             self._abort_cleaning()
             self._closed = True
+            try:
+                self.epochs.write_if_dirty()
+            except OSError as e:
+                log.warning("%s: writing the leader-epoch checkpoint: %s", self, e)
             self.delete_expired_files(1 << 62)
             for seg in self._segments:
                 seg.close_quietly()
@@ -807,12 +843,7 @@ class Log:
         with self._lock:
             self._closed = True
             for seg in [*self._segments, *(s for _, s in self._pending_deletes)]:
-                seg.closed = True
-                seg.index.discard_pending()
-                seg.time_index.discard_pending()
-                if seg._fd is not None:
-                    os.close(seg._fd)
-                    seg._fd = None
+                seg.abandon()
 
     def delete(self) -> None:
         """Close the log and remove its directory."""

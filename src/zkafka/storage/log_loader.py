@@ -32,7 +32,6 @@ from zkafka.storage.naming import (
     SWAP_SUFFIX,
     offset_from_filename,
 )
-from zkafka.storage.scan import iter_file_headers
 from zkafka.storage.segment import LogSegment
 
 # The log's own logger: recovery lines stay where operators (and their log filters) found them.
@@ -117,7 +116,8 @@ class LogLoader:
         if not self._segments:
             self._add(self.new_segment(log_start_offset))
         active = self._segments[-1]
-        active.ensure_indexes()
+        if active.size:  # an empty one (an idle replica's) is left alone until its first append
+            active.ensure_indexes()
         leo = active.read_next_offset()
         if leo < log_start_offset:
             log.warning(
@@ -215,7 +215,7 @@ class LogLoader:
     def _rebuild_epoch_cache(self) -> None:
         self.epochs.clear()
         for seg in self._segments:
-            for _, header in iter_file_headers(seg.fd, 0, seg.size):
+            for _, header in seg.iter_headers():
                 self._epoch_from_recovered_batch(header)
 
     def _add(self, seg: LogSegment) -> None:

@@ -20,7 +20,7 @@ import os
 import shutil
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -45,6 +45,7 @@ from zkafka.storage.errors import (
     LogNotFoundError,
     StorageError,
 )
+from zkafka.storage.file_cache import FileCache
 from zkafka.storage.log import Log
 from zkafka.storage.naming import (
     TopicPartition,
@@ -111,6 +112,7 @@ class LogManager:
         clock: Callable[[], float] = time.time,
         topic_configs: Mapping[str, LogConfig] | None = None,
         dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
+        max_open_files: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -123,6 +125,12 @@ class LogManager:
         self._clock = clock
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.dedupe_buffer_bytes = dedupe_buffer_bytes
+        self.file_cache = FileCache(max_open_files)
+        self._epoch_writes: deque[Log] = deque()
+        """Logs whose leader-epoch checkpoint changed and is not written yet (`LeaderEpochCache.
+        defer_writes`): a LeaderAndIsr for thousands of partitions writes none on the event loop."""
+        """The `.log` descriptors of every log here (`zkafka.log.max.open.files`; None or <= 0:
+        half the open files limit)."""
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
@@ -190,7 +198,9 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self._clock,
                 topic_partition=tp,
+                file_cache=self.file_cache,
             )
+            self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
             self._dir_of[tp] = log_dir
             self._count_in_dir[log_dir] += 1
         count = self.logs_in_dir_count(log_dir)
@@ -277,7 +287,9 @@ class LogManager:
                 clock=self._clock,
                 had_clean_shutdown=True,
                 topic_partition=tp,
+                file_cache=self.file_cache,
             )
+            lg.epochs.defer_writes(self._epoch_writes, lg)
             if sync_dir:
                 fsync_dir(log_dir)
             else:
@@ -383,6 +395,22 @@ class LogManager:
                 log.warning("retention of %s failed: %s", tp, e)
         self.delete_pending(now)
         return deleted
+
+    def write_leader_epoch_checkpoints(self) -> int:
+        """Write every deferred leader-epoch checkpoint (no fsync: the log's next flush does it).
+        Returns how many were written. Run it off the event loop."""
+        queue, done = self._epoch_writes, 0
+        while queue:
+            try:
+                lg = queue.popleft()
+            except IndexError:
+                break
+            try:
+                lg.write_epoch_checkpoint()
+                done += 1
+            except OSError as e:
+                log.error("%s: writing the leader-epoch checkpoint failed: %s", lg, e)
+        return done
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """fsync logs whose flush.ms passed or that rolled a segment since their last flush."""

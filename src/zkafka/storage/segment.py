@@ -7,6 +7,10 @@ never gets one), translates offsets to file positions and re-validates itself af
 
 Indexes are loaded lazily and rebuilt from the `.log` when missing or failing their sanity checks
 (see `zkafka.storage.index`). All file access is `os.pread` / `os.write` on raw descriptors.
+
+The `.log` descriptor comes from the broker's `FileCache` (`zkafka.storage.file_cache`): it may be
+closed whenever no one has it pinned, so every use is inside `acquire`/`release` (`_pinned`), and
+a write not yet fsynced is remembered here (`_unsynced`), not by keeping the descriptor.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError
-from zkafka.storage.errors import CorruptIndexError, LogClosedError, LogDirIOError, StorageError
+from zkafka.storage.errors import CorruptIndexError, LogDirIOError, StorageError
+from zkafka.storage.file_cache import FileCache, FileLease, SegmentFile, default_file_cache
 from zkafka.storage.index import INT32_MAX, OffsetIndex
 from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
@@ -54,6 +60,7 @@ class LogSegment:
         roll_jitter_ms: int = 0,
         suffix: str = "",
         create: bool = False,
+        file_cache: FileCache | None = None,
     ) -> None:
         self.dir_path = dir_path
         self.base_offset = base_offset
@@ -75,15 +82,17 @@ class LogSegment:
             create=create,
         )
         self.txn_index = TransactionIndex(segment_file(dir_path, base_offset, TXN_INDEX_SUFFIX, suffix))
-        self._fd: int | None = None
         self.closed = False  # after close()/delete_files(): never reopen the file by accident
+        self._unsynced = False  # written or truncated since the last fsync of the `.log`
+        cache = file_cache if file_cache is not None else default_file_cache()
         if create:
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+            self._file = SegmentFile(cache, self.log_path, create=True)
             self.size = 0
             self._max_ts: int | None = NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
             self._rolling_ts: int | None = NO_TIMESTAMP
         else:
+            self._file = SegmentFile(cache, self.log_path)
             self.size = os.stat(self.log_path).st_size
             self._max_ts = None  # unknown until needed: read from the time index
             self._offset_of_max_ts = base_offset
@@ -95,13 +104,27 @@ class LogSegment:
 
     # ---- descriptors and indexes ----------------------------------------------------------------
 
+    @contextmanager
+    def pinned(self) -> Iterator[int]:
+        """The `.log` descriptor, kept open (not evicted, not closed) until the block ends."""
+        file = self._file
+        fd = file.acquire()
+        try:
+            yield fd
+        finally:
+            file.release()
+
+    def lease(self) -> FileLease:
+        """A pin on the `.log` descriptor for a value that outlives the call (a fetch response)."""
+        return self._file.lease()
+
+    def try_lease(self) -> FileLease | None:
+        """A lease, or None when the descriptor cache's lease budget is spent."""
+        return self._file.try_lease()
+
     @property
-    def fd(self) -> int:
-        if self._fd is None:
-            if self.closed:
-                raise LogClosedError(f"{self.log_path} is closed")
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_APPEND)
-        return self._fd
+    def has_open_file(self) -> bool:
+        return self._file.fd is not None
 
     def ensure_indexes(self) -> None:
         """Load both indexes, rebuilding them from the `.log` when missing or corrupt."""
@@ -157,7 +180,8 @@ class LogSegment:
 
     def _rolling_based_timestamp(self) -> int:
         if self._rolling_ts is None:
-            first = next(iter_file_headers(self.fd, 0, self.size), None)
+            with self.pinned() as fd:
+                first = next(iter_file_headers(fd, 0, self.size), None)
             self._rolling_ts = first[1].max_timestamp if first else NO_TIMESTAMP
         return self._rolling_ts
 
@@ -206,7 +230,8 @@ class LogSegment:
     ) -> None:
         """Append a set of whole batches (already validated and given their offsets)."""
         position = self.size
-        fd = self._fd if self._fd is not None else self.fd
+        file = self._file
+        fd = file.acquire()
         try:
             write_all(fd, data)
         except OSError as e:
@@ -215,6 +240,9 @@ class LogSegment:
             except OSError:
                 pass
             raise LogDirIOError(f"write to {self.log_path} failed: {e}", path=str(self.log_path)) from e
+        finally:
+            file.release()
+        self._unsynced = True
         n = len(data)
         self.size = position + n
         if position == 0:
@@ -254,8 +282,10 @@ class LogSegment:
         """fsync the `.log`, both indexes and the `.txnindex` (below the recovery point they are
         trusted after a crash). Without `fsync`: only write the indexes' pending entries; the
         caller syncs the whole filesystem."""
-        if fsync and self._fd is not None:
-            os.fsync(self._fd)
+        if fsync and self._unsynced:
+            with self.pinned() as fd:  # the descriptor may have been evicted since the write
+                os.fsync(fd)
+            self._unsynced = False
         self.index.flush(fsync=fsync)
         self.time_index.flush(fsync=fsync)
         if fsync:
@@ -271,20 +301,25 @@ class LogSegment:
         index_offset, index_position = self.index.lookup(offset)
         position = max(index_position, start_position)
         try:
-            for pos, header in iter_file_headers(self.fd, position, self.size):
-                if pos == index_position and index_position > 0 and header.last_offset != index_offset:
-                    raise CorruptIndexError(
-                        f"{self.index.path}: entry {index_offset} points at another batch"
-                    )
-                if header.last_offset >= offset:
-                    return pos, header
-            return None
+            with self.pinned() as fd:
+                found = self._scan_to(fd, offset, position, index_offset, index_position)
+            return found
         except (*_BAD_BATCH, CorruptIndexError) as e:
             if position == 0 or not retry:
                 raise StorageError(f"corrupt data in {self.log_path}: {e}") from e
             log.warning("rebuilding indexes of %s: %s", self.log_path, e)
             self.rebuild_indexes()
             return self.translate_offset(offset, start_position, retry=False)
+
+    def _scan_to(
+        self, fd: int, offset: int, position: int, index_offset: int, index_position: int
+    ) -> tuple[int, BatchHeader] | None:
+        for pos, header in iter_file_headers(fd, position, self.size):
+            if pos == index_position and index_position > 0 and header.last_offset != index_offset:
+                raise CorruptIndexError(f"{self.index.path}: entry {index_offset} points at another batch")
+            if header.last_offset >= offset:
+                return pos, header
+        return None
 
     def read(
         self, offset: int, max_bytes: int, *, max_position: int, min_one_batch: bool
@@ -310,27 +345,42 @@ class LogSegment:
         """The largest batch end <= `limit`, scanning forward from batch start `position`."""
         _, index_position = self.index.lookup_by_position(limit)
         start = index_position if index_position > position else position
-        try:
-            for pos, header in iter_file_headers(self.fd, start, limit):
-                start = pos + header.size
-            return start
-        except _BAD_BATCH:
-            if start == position:
-                raise
-        # the index entry did not point at a batch: walk from the known boundary instead
-        for pos, header in iter_file_headers(self.fd, position, limit):
-            position = pos + header.size
-        return position
+        with self.pinned() as fd:
+            try:
+                for pos, header in iter_file_headers(fd, start, limit):
+                    start = pos + header.size
+                return start
+            except _BAD_BATCH:
+                if start == position:
+                    raise
+            # the index entry did not point at a batch: walk from the known boundary instead
+            for pos, header in iter_file_headers(fd, position, limit):
+                position = pos + header.size
+            return position
 
     def read_bytes(self, position: int, size: int) -> bytes:
-        return read_exactly(self.fd, size, position)
+        with self.pinned() as fd:
+            return read_exactly(fd, size, position)
+
+    def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch in [start, end) (default: the whole file), the file
+        pinned while the iteration lasts (a generator: closing it releases the pin)."""
+        with self.pinned() as fd:
+            yield from iter_file_headers(fd, start, self.size if end is None else end)
+
+    def iter_batches(self, *, check_crc: bool = False) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """(position, header, bytes) of every batch, the file pinned while the iteration lasts."""
+        with self.pinned() as fd:
+            yield from iter_file_batches(fd, 0, self.size, check_crc=check_crc)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
+        if self.size == 0:  # no index or descriptor needed: an idle replica's load stays free
+            return self.base_offset
         self.ensure_indexes()
         _, position = self.index.lookup(self.index.last_offset)
         next_offset = self.base_offset
-        for _, header in iter_file_headers(self.fd, position, self.size):
+        for _, header in self.iter_headers(position):
             next_offset = header.next_offset
         return next_offset
 
@@ -341,13 +391,14 @@ class LogSegment:
         self.ensure_indexes()
         _, ts_offset = self.time_index.lookup(timestamp)
         _, position = self.index.lookup(max(ts_offset, starting_offset))
-        for pos, header in iter_file_headers(self.fd, position, self.size):
-            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
-                continue
-            data = read_exactly(self.fd, header.size, pos)
-            for record in iter_records(data):
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return TimestampOffset(record.offset, record.timestamp, header.partition_leader_epoch)
+        with self.pinned() as fd:
+            for pos, header in iter_file_headers(fd, position, self.size):
+                if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                    continue
+                data = read_exactly(fd, header.size, pos)
+                for record in iter_records(data):
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        return TimestampOffset(record.offset, record.timestamp, header.partition_leader_epoch)
         return None
 
     # ---- recovery and truncation ----------------------------------------------------------------
@@ -364,6 +415,12 @@ class LogSegment:
     def _rebuild(
         self, *, check_crc: bool, truncate: bool, on_batch: Callable[[BatchHeader], None] | None
     ) -> int:
+        with self.pinned() as fd:
+            return self._rebuild_pinned(fd, check_crc=check_crc, truncate=truncate, on_batch=on_batch)
+
+    def _rebuild_pinned(
+        self, fd: int, *, check_crc: bool, truncate: bool, on_batch: Callable[[BatchHeader], None] | None
+    ) -> int:
         index, time_index = self.index, self.time_index
         index.reset()
         time_index.reset()
@@ -373,9 +430,9 @@ class LogSegment:
         since_entry = 0
         next_offset = self.base_offset
         batches = (
-            ((p, h) for p, h, _ in iter_file_batches(self.fd, 0, self.size, check_crc=True))
+            ((p, h) for p, h, _ in iter_file_batches(fd, 0, self.size, check_crc=True))
             if check_crc
-            else iter_file_headers(self.fd, 0, self.size)
+            else iter_file_headers(fd, 0, self.size)
         )
         try:
             for pos, header in batches:
@@ -405,7 +462,8 @@ class LogSegment:
         truncated = self.size - valid
         if truncate and truncated:
             log.warning("%s: truncating %d invalid bytes at position %d", self.log_path, truncated, valid)
-            os.ftruncate(self.fd, valid)
+            os.ftruncate(fd, valid)
+            self._unsynced = True
             self.size = valid
         if truncate:
             self.txn_index.truncate_to(next_offset)  # markers that did not survive the cut
@@ -429,7 +487,9 @@ class LogSegment:
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self.fd, position)
+        with self.pinned() as fd:
+            os.ftruncate(fd, position)
+        self._unsynced = True
         self.size = position
         if position == 0:
             self.created_ms = now_ms
@@ -440,7 +500,7 @@ class LogSegment:
     def _recompute_max_timestamp(self) -> None:
         ts, offset = self.time_index.last_entry()
         _, position = self.index.lookup(offset) if ts >= 0 else (0, 0)
-        for _, header in iter_file_headers(self.fd, position, self.size):
+        for _, header in self.iter_headers(position):
             if header.max_timestamp > ts:
                 ts, offset = header.max_timestamp, header.last_offset
         self._max_ts, self._offset_of_max_ts = ts, offset
@@ -462,7 +522,7 @@ class LogSegment:
                 idx.path = target
         target = segment_file(self.dir_path, self.base_offset, LOG_SUFFIX, new_suffix)
         os.replace(self.log_path, target)
-        self.log_path = target
+        self.log_path = self._file.path = target
         self.suffix = new_suffix
 
     def close(self) -> None:
@@ -474,9 +534,7 @@ class LogSegment:
         finally:
             self.index.close()
             self.time_index.close()
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._file.close()
 
     def close_quietly(self) -> None:
         try:
@@ -490,7 +548,12 @@ class LogSegment:
         self.txn_index.delete()
         self.index.delete()
         self.time_index.delete()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._file.close()  # at once, or when the last reader (a fetch response) lets go
         self.log_path.unlink(missing_ok=True)
+
+    def abandon(self) -> None:
+        """Close the `.log` without writing anything more (what a crash leaves: tests, failed loads)."""
+        self.closed = True
+        self.index.discard_pending()
+        self.time_index.discard_pending()
+        self._file.close()

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from zkafka.storage.errors import CorruptIndexError
+from zkafka.storage.file_cache import open_or_relieve
 from zkafka.storage.index import INT32_MAX, SparseIndex, entries_below, non_decreasing, strictly_increasing
 
 NO_TIMESTAMP = -1
@@ -57,7 +58,7 @@ class TimeIndex(SparseIndex):
         if self.loaded:
             return self.last_entry()
         size = self.entry_struct.size
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = open_or_relieve(self._path, os.O_RDONLY)
         try:
             length = os.fstat(fd).st_size
             if length % size:

@@ -56,7 +56,9 @@ def running_cluster(
     brokers: int = 1,
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
+    nofile: int | None = None,
 ) -> Iterator[LocalCluster]:
+    """`nofile`: each broker's open files limit (`LocalCluster.start_broker`)."""
     cluster = LocalCluster(
         Path(directory), zookeeper_connect=zookeeper.connect_string + new_chroot("cluster")
     )
@@ -65,7 +67,7 @@ def running_cluster(
     try:
         for i in range(1, brokers + 1):
             cluster.add_broker(i)
-            cluster.start_broker(i)
+            cluster.start_broker(i, nofile=nofile)
         wait_until_ready(cluster, timeout)
         yield cluster
     finally:

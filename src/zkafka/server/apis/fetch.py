@@ -277,7 +277,7 @@ def _read(
                             Resp.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
                             for t in log_.collect_aborted_txns(p.fetch_offset, end)
                         ]
-                    records = FileRecords(chunk.fd, chunk.position, chunk.size)
+                    records = FileRecords(chunk.lease, chunk.position, chunk.size, chunk.data)
                     size = chunk.size
                     if legacy_magic is None:
                         out.records = records
