@@ -85,6 +85,10 @@ class ControllerContext:
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     replica_states: dict[PartitionAndReplica, ReplicaState] = field(default_factory=dict)
     partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+    verified: set[TopicPartition] = field(default_factory=set)
+    """Partitions whose `leadership` copy was read from, or written to, ZooKeeper during the event
+    being processed (emptied before each event): a decision from such a copy that writes
+    nothing (no eligible leader, replica already out of the ISR) stands without a re-read."""
 
     topics_to_be_deleted: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)

@@ -331,6 +331,7 @@ class Controller:
                 return
         if not self.is_active:
             return  # events of a former term; waiting callers get NOT_CONTROLLER from preempt()
+        self._core.context.verified.clear()
         await self._process_active(event)
         self._core.batch.flush()
 
@@ -550,6 +551,7 @@ class Controller:
         for broker_id in brokers:
             self._brokers.watch_broker(broker_id)
         ctx.leadership = dict(await core.call(core.zk.get_partition_states, ctx.all_partitions))
+        ctx.verified.update(ctx.leadership)  # the failover's decisions follow from this very read
         for info, _ in brokers.values():
             core.channels.add_broker(info)
 

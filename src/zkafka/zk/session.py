@@ -46,6 +46,7 @@ from zkafka.zk.connect import ConnectString, parse_connect_string
 from zkafka.zk.errors import ZkConnectionError
 from zkafka.zk.model import ANY_VERSION
 from zkafka.zk.ops import Op, apply_ops, first_failure
+from zkafka.zk.poll_handler import PollHandler
 from zkafka.zk.znode_acls import DigestCredentials, default_acls
 
 __all__ = ["DEFAULT_SESSION_TIMEOUT_MS", "ZkSession"]
@@ -117,6 +118,7 @@ class ZkSession:
         timeout_s = self.connection_timeout_ms / 1000
         return KazooClient(
             hosts=hosts,
+            handler=PollHandler(),
             auth_data=self.auth.auth_data() if self.auth is not None else None,
             timeout=self.session_timeout_ms / 1000,
             connection_retry=_fast_reconnect_retry(),
