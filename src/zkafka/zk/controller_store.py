@@ -14,6 +14,7 @@ from kazoo.exceptions import (
     BadVersionError,
     NodeExistsError,
     NoNodeError,
+    SessionExpiredError,
 )
 from kazoo.protocol.states import ZnodeStat
 
@@ -244,7 +245,7 @@ class ControllerStoreMixin(ZkStore):
                 out[tp] = False, -1
             except BadVersionError:
                 stale[TopicPartitionStateZNode.path(tp)] = tp, lai, epoch
-            except TRANSIENT:
+            except (*TRANSIENT, SessionExpiredError):  # the single path retries until reconnected
                 out[tp] = self.conditional_update_partition_state(tp, lai, epoch)
         for path, found in self.get_data_many(list(stale)).items():
             tp, lai, epoch = stale[path]
