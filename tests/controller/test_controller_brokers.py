@@ -241,3 +241,43 @@ def test_election_retries_after_a_concurrent_state_write(zk_connect: str) -> Non
             assert after.leader_and_isr.isr == (y,)
 
     asyncio.run(main())
+
+
+def test_election_sees_an_isr_the_leader_grew_behind_the_controllers_back(zk_connect: str) -> None:
+    """The controller decides first from its own copy of each state and only writes conditionally on
+    the copy's zkVersion; a copy that leads to *no* write (no live in-sync replica) must still be
+    checked against ZooKeeper, or a partition whose ISR the leader grew (announcement not yet
+    processed) would stay offline although an in-sync replica is alive."""
+
+    async def main() -> None:
+        async with Cluster(zk_connect, [1, 2, 3]) as cluster:
+            active = await cluster.wait_for_controller()
+            admin = cluster.admin
+            controller = active.controller
+            assert admin is not None and controller is not None
+            x, y = (b for b in (1, 2, 3) if b != active.broker_id)
+            await cluster.zk(admin.create_topic_assignment, "a", {0: [x, y]})
+            first = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == x, "a-0 online")
+            # The leader shrinks the ISR to itself and announces it: the controller's copy says [x].
+            shrunk = LeaderAndIsr(x, first.leader_and_isr.leader_epoch, (x,), zk_version=first.zk_version)
+            ok, version = await cluster.zk(
+                admin.conditional_update_partition_state, A0, shrunk, first.controller_epoch
+            )
+            assert ok
+            await cluster.zk(admin.create_isr_change_notification, [A0])
+            await wait_until(
+                lambda: controller._core.context.leadership[A0].leader_and_isr.isr == (x,),
+                "the controller to see the shrunk ISR",
+            )
+            # Then it grows the ISR back, and dies before announcing it.
+            grown = LeaderAndIsr(x, first.leader_and_isr.leader_epoch, (x, y), zk_version=version)
+            ok, _ = await cluster.zk(
+                admin.conditional_update_partition_state, A0, grown, first.controller_epoch
+            )
+            assert ok
+            await cluster[x].crash()
+            after = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == y, "a-0 re-elected")
+            assert after.leader_and_isr.isr == (y,)
+            assert after.leader_and_isr.leader_epoch == first.leader_and_isr.leader_epoch + 1
+
+    asyncio.run(main())

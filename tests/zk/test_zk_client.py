@@ -467,6 +467,33 @@ def test_leader_conditional_isr_update(zk: KafkaZkClient) -> None:
     assert zk.conditional_update_partition_state(TopicPartition("t", 9), expanded, epoch) == (False, -1)
 
 
+def test_leader_conditional_isr_updates_pipelined(zk: KafkaZkClient) -> None:
+    """Many partitions' ISR writes in one call: each keeps its own condition and outcome."""
+    epoch, epoch_zk_version = _controller(zk)
+    zk.create_topic_assignment("m", {p: [1, 2] for p in range(4)})
+    tps = [TopicPartition("m", p) for p in range(4)]
+    zk.create_topic_partition_states(
+        {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1, 2]), epoch) for tp in tps},
+        epoch_zk_version,
+    )
+    shrunk = LeaderAndIsr(1, 0, (1,), zk_version=0)
+    # m-1 was changed meanwhile (stale version), m-2 already holds exactly our write (an answer
+    # lost), m-3 is written normally, m-0 as well; a partition without a state znode fails.
+    assert zk.conditional_update_partition_state(tps[1], LeaderAndIsr(1, 0, (1, 2, 3)), epoch)[0]
+    assert zk.conditional_update_partition_state(tps[2], shrunk, epoch) == (True, 1)
+    gone = TopicPartition("m", 9)
+    results = zk.conditional_update_partition_states({tp: (shrunk, epoch) for tp in [*tps, gone]})
+    assert results == {
+        tps[0]: (True, 1),
+        tps[1]: (False, -1),
+        tps[2]: (True, 1),
+        tps[3]: (True, 1),
+        gone: (False, -1),
+    }
+    assert zk.get_partition_state(tps[1]).leader_and_isr.isr == (1, 2, 3)  # type: ignore[union-attr]
+    assert zk.conditional_update_partition_states({}) == {}
+
+
 # -- topics --------------------------------------------------------------------------------------------
 
 

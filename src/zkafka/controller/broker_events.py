@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 from zkafka.controller.core import ControllerCore
 from zkafka.controller.election import ControlledShutdownElection
@@ -229,6 +230,7 @@ class BrokerEvents:
             )
             return ErrorCode.STALE_BROKER_EPOCH, set()
         log.info("controlled shutdown of broker %d", broker_id)
+        began = time.perf_counter()
         ctx.shutting_down_broker_ids.add(broker_id)
         to_act = [
             tp
@@ -240,6 +242,7 @@ class BrokerEvents:
         led = [tp for tp in to_act if ctx.leader(tp) == broker_id]
         followed = [tp for tp in to_act if ctx.leader(tp) != broker_id]
         await self.psm.handle_state_changes(led, PartitionState.ONLINE, ControlledShutdownElection())
+        moved = time.perf_counter()
         for tp in followed:
             core.batch.add_stop_replica([broker_id], tp, delete=False)
         core.batch.flush()
@@ -247,9 +250,21 @@ class BrokerEvents:
             [PartitionAndReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE
         )
         # As Kafka: only replicated partitions of live topics count; a single replica cannot move.
-        return ErrorCode.NONE, {
+        remaining = {
             tp
             for tp in ctx.partition_leaders_on_broker(broker_id)
             if len(ctx.partition_replica_assignment(tp)) > 1
             and not self.deletion.is_topic_queued_up_for_deletion(tp.topic)
         }
+        log.info(
+            "controlled shutdown of broker %d done: %d of %d led partition(s) moved in %.2f s, out of the "
+            "ISR of %d followed partition(s) %.2f s later; %d still led there",
+            broker_id,
+            len(led) - len(remaining & set(led)),
+            len(led),
+            moved - began,
+            len(followed),
+            time.perf_counter() - moved,
+            len(remaining),
+        )
+        return ErrorCode.NONE, remaining

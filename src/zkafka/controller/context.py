@@ -85,6 +85,11 @@ class ControllerContext:
     partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     replica_states: dict[PartitionAndReplica, ReplicaState] = field(default_factory=dict)
     partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+    _all_partitions: list[TopicPartition] | None = field(default=None, repr=False)
+    verified: set[TopicPartition] = field(default_factory=set)
+    """Partitions whose `leadership` copy was read from, or written to, ZooKeeper during the event
+    being processed (emptied before each event): a decision from such a copy that writes
+    nothing (no eligible leader, replica already out of the ISR) stands without a re-read."""
 
     topics_to_be_deleted: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)
@@ -149,7 +154,10 @@ class ControllerContext:
     def update_partition_full_replica_assignment(
         self, partition: TopicPartition, assignment: ReplicaAssignment
     ) -> None:
-        self.assignments.setdefault(partition.topic, {})[partition.partition] = assignment
+        per_topic = self.assignments.setdefault(partition.topic, {})
+        if partition.partition not in per_topic:
+            self._all_partitions = None
+        per_topic[partition.partition] = assignment
 
     def partition_assignments_for_topic(self, topic: str) -> dict[int, ReplicaAssignment]:
         return dict(self.assignments.get(topic, {}))
@@ -159,10 +167,21 @@ class ControllerContext:
 
     @property
     def all_partitions(self) -> list[TopicPartition]:
-        return [tp for topic in sorted(self.assignments) for tp in self.partitions_for_topic(topic)]
+        """Every partition, by topic and number. Kept between calls (rebuilt when a partition
+        comes or goes): failover and every broker change walk all of them. Do not modify it."""
+        if self._all_partitions is None:
+            self._all_partitions = [
+                tp for topic in sorted(self.assignments) for tp in self.partitions_for_topic(topic)
+            ]
+        return self._all_partitions
+
+    def _with_replicas(self) -> Iterator[tuple[TopicPartition, tuple[int, ...]]]:
+        assignments = self.assignments
+        for tp in self.all_partitions:
+            yield tp, assignments[tp.topic][tp.partition].replicas
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
-        return [tp for tp in self.all_partitions if broker_id in self.partition_replica_assignment(tp)]
+        return [tp for tp, replicas in self._with_replicas() if broker_id in replicas]
 
     def replicas_for_partitions(self, partitions: Iterable[TopicPartition]) -> list[PartitionAndReplica]:
         return [
@@ -174,7 +193,9 @@ class ControllerContext:
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
         ids = set(broker_ids)
-        return [r for r in self.replicas_for_partitions(self.all_partitions) if r.replica in ids]
+        return [
+            PartitionAndReplica(tp, r) for tp, replicas in self._with_replicas() for r in replicas if r in ids
+        ]
 
     # -- leadership ------------------------------------------------------------------------------------
     def leader(self, partition: TopicPartition) -> int | None:
@@ -223,6 +244,7 @@ class ControllerContext:
         self.all_topics.discard(topic)
         self.topic_ids.pop(topic, None)
         self.assignments.pop(topic, None)
+        self._all_partitions = None
         for tp in [tp for tp in self.leadership if tp.topic == topic]:
             del self.leadership[tp]
         for tp in [tp for tp in self.partition_states if tp.topic == topic]:

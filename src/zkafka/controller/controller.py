@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -331,6 +332,7 @@ class Controller:
                 return
         if not self.is_active:
             return  # events of a former term; waiting callers get NOT_CONTROLLER from preempt()
+        self._core.context.verified.clear()
         await self._process_active(event)
         self._core.batch.flush()
 
@@ -518,18 +520,24 @@ class Controller:
         self._balancer.watch()
         await core.call(core.zk.delete_log_dir_event_notifications, None, ctx.epoch_zk_version)
         await core.call(core.zk.delete_isr_change_notifications, None, ctx.epoch_zk_version)
+        began = time.perf_counter()
         await self._initialize_context()
+        loaded = time.perf_counter()
         to_delete, ineligible = await self._fetch_topic_deletions()
         await self._deletion.init(to_delete, ineligible)
         core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ctx.partitions_with_leaders())
         await self._rsm.startup()
         await self._psm.startup()
         log.info(
-            "controller %d epoch %d ready: brokers %s, %d topics",
+            "controller %d epoch %d ready: brokers %s, %d topics, %d partitions "
+            "(context loaded in %.2f s, leaders elected %.2f s later)",
             self.broker_id,
             ctx.epoch,
             sorted(ctx.live_brokers),
             len(ctx.all_topics),
+            len(ctx.leadership),
+            loaded - began,
+            time.perf_counter() - loaded,
         )
         await self._reassignments.initialize()
         await self._deletion.try_topic_deletion()
@@ -550,6 +558,7 @@ class Controller:
         for broker_id in brokers:
             self._brokers.watch_broker(broker_id)
         ctx.leadership = dict(await core.call(core.zk.get_partition_states, ctx.all_partitions))
+        ctx.verified.update(ctx.leadership)  # the failover's decisions follow from this very read
         for info, _ in brokers.values():
             core.channels.add_broker(info)
 

@@ -26,10 +26,10 @@ from zkafka.controller.events import (
 )
 from zkafka.controller.request_batch import ControllerBrokerRequestBatch
 from zkafka.zk.client import KafkaZkClient
-from zkafka.zk.model import ConfigType, TopicPartition
+from zkafka.zk.model import ConfigType, LeaderIsrAndControllerEpoch, TopicPartition
 from zkafka.zk.watch_bridge import AsyncWatcher, WatchHandle, ZkExecutor, ZkWatchEvent
 
-__all__ = ["ControllerCore", "ControllerTimings", "WatchRegistry"]
+__all__ = ["ControllerCore", "ControllerTimings", "WatchRegistry", "read_states"]
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("zkafka.controller.state_change")
@@ -172,6 +172,12 @@ class ControllerCore:
         self.context = ControllerContext()
 
     # -- helpers --------------------------------------------------------------------------------------
+    def forget_topic(self, topic: str) -> None:
+        """Drop a deleted topic from the context, after capturing what the pending UpdateMetadata
+        still has to say about it."""
+        self.batch.capture_topic(topic)
+        self.context.remove_topic(topic)
+
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run a blocking KafkaZkClient method on the ZooKeeper thread."""
         return await self.executor.call(fn, *args, **kwargs)
@@ -193,3 +199,23 @@ class ControllerCore:
             value = configs.get(topic, {}).get(UNCLEAN_LEADER_ELECTION_KEY)
             out[topic] = default if value is None else value.strip().lower() == "true"
         return out
+
+
+async def read_states(
+    core: ControllerCore, partitions: list[TopicPartition], *, from_context: bool
+) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    """The partitions' states to decide from: the context's copies (`from_context`; partitions
+    it has none for are read), else ZooKeeper's. A decision taken from a copy is safe only
+    because its write is conditional on the copy's zkVersion (BADVERSION: read again)."""
+    ctx = core.context
+    if not from_context:
+        states = await core.call(core.zk.get_partition_states, partitions)
+        ctx.verified.update(partitions)
+        return states
+    leadership = ctx.leadership
+    known = {tp: leadership[tp] for tp in partitions if tp in leadership}
+    missing = [tp for tp in partitions if tp not in known]
+    if missing:
+        known.update(await core.call(core.zk.get_partition_states, missing))
+        ctx.verified.update(missing)
+    return known

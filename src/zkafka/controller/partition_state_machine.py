@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 from kazoo.exceptions import NodeExistsError
 
-from zkafka.controller.core import ControllerCore, state_change_log
+from zkafka.controller.core import ControllerCore, read_states, state_change_log
 from zkafka.controller.election import (
     ControlledShutdownElection,
     ElectionResult,
@@ -178,6 +178,7 @@ class PartitionStateMachine:
                 initial[tp].leader_and_isr.with_zk_version(zk_version), ctx.epoch
             )
             ctx.leadership[tp] = state
+            ctx.verified.add(tp)
             core.batch.add_leader_and_isr(
                 state.leader_and_isr.isr, tp, state, ctx.partition_full_replica_assignment(tp), is_new=True
             )
@@ -209,19 +210,27 @@ class PartitionStateMachine:
     ) -> ElectionOutcome:
         results: ElectionOutcome = {}
         remaining = list(partitions)
+        # The first round decides from the context's copy of each state (read from, or written
+        # to, ZooKeeper with its zkVersion); every write is conditional on that zkVersion, so a
+        # state changed behind the controller's back (a leader's ISR write) fails with BADVERSION
+        # and only those partitions are read again. Re-reading every partition first, as Kafka's
+        # controller does, costs a ZooKeeper read per partition: 100,000 at failover.
+        from_context = True
         while remaining:
-            finished, remaining = await self._try_elect(remaining, strategy)
+            finished, remaining = await self._try_elect(remaining, strategy, from_context=from_context)
             results.update(finished)
+            from_context = False
         return results
 
     async def _try_elect(
-        self, partitions: list[TopicPartition], strategy: ElectionStrategy
+        self, partitions: list[TopicPartition], strategy: ElectionStrategy, *, from_context: bool
     ) -> tuple[ElectionOutcome, list[TopicPartition]]:
-        """One round: (finished partitions, partitions to retry after a BADVERSION)."""
+        """One round: (finished partitions, partitions to decide again from a fresh read: after
+        a BADVERSION, or refused on the context's copy)."""
         core, ctx = self.core, self.core.context
         began = time.perf_counter()
         results: ElectionOutcome = {}
-        current = await core.call(core.zk.get_partition_states, partitions)
+        current = await read_states(core, partitions, from_context=from_context)
         valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
         for tp in partitions:
             state = current.get(tp)
@@ -240,27 +249,34 @@ class PartitionStateMachine:
         to_write = {}
         recipients = {}
         unclean: set[TopicPartition] = set()
+        # A refusal writes nothing, so no zkVersion can tell that the copy it came from was stale
+        # (an ISR the leader grew meanwhile): decided from the context, it is decided again from
+        # ZooKeeper before it stands.
+        verify: list[TopicPartition] = []
         for decision in decisions:
             if decision.leader_and_isr is None:
-                results[decision.partition] = StateChangeFailedError(
-                    f"no eligible leader for {decision.partition} with {type(strategy).__name__}"
-                )
+                if from_context and decision.partition not in ctx.verified:
+                    verify.append(decision.partition)
+                else:
+                    results[decision.partition] = StateChangeFailedError(
+                        f"no eligible leader for {decision.partition} with {type(strategy).__name__}"
+                    )
             else:
                 to_write[decision.partition] = decision.leader_and_isr
                 recipients[decision.partition] = decision.recipients
                 if decision.unclean:
                     unclean.add(decision.partition)
-                    state_change_log.warning(
-                        "unclean leader election for %s: %d leads from outside the ISR",
-                        decision.partition,
-                        decision.leader_and_isr.leader,
-                    )
         if not to_write:
-            return results, []
+            return results, verify
         written = await core.call(core.zk.update_leader_and_isr, to_write, ctx.epoch, ctx.epoch_zk_version)
+        for tp in unclean & written.successful.keys():
+            state_change_log.warning(
+                "unclean leader election for %s: %d leads from outside the ISR", tp, to_write[tp].leader
+            )
         for tp, zk_version in written.successful.items():
             state = LeaderIsrAndControllerEpoch(to_write[tp].with_zk_version(zk_version), ctx.epoch)
             ctx.leadership[tp] = state
+            ctx.verified.add(tp)
             core.batch.add_leader_and_isr(
                 recipients[tp], tp, state, ctx.partition_full_replica_assignment(tp), is_new=False
             )
@@ -271,7 +287,7 @@ class PartitionStateMachine:
             for tp in written.successful:
                 observer(elapsed_ms, tp in unclean)
         results.update(written.failed)
-        return results, list(written.bad_version)
+        return results, [*verify, *written.bad_version]
 
     async def _decide(
         self, partitions: list[tuple[TopicPartition, LeaderAndIsr]], strategy: ElectionStrategy

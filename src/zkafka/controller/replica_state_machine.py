@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import replace
 
-from zkafka.controller.core import ControllerCore, state_change_log
+from zkafka.controller.core import ControllerCore, read_states, state_change_log
 from zkafka.controller.states import (
     REPLICA_VALID_PREVIOUS,
     PartitionAndReplica,
@@ -184,18 +184,21 @@ class ReplicaStateMachine:
         Returns the new state of each partition it succeeded for (unchanged ones included)."""
         out: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         remaining = list(partitions)
+        from_context = True  # then re-read what changed meanwhile (as in the partition state machine)
         while remaining:
-            finished, remaining = await self._try_remove(broker_id, remaining)
+            finished, remaining = await self._try_remove(broker_id, remaining, from_context=from_context)
             out.update(finished)
+            from_context = False
         return out
 
     async def _try_remove(
-        self, broker_id: int, partitions: list[TopicPartition]
+        self, broker_id: int, partitions: list[TopicPartition], *, from_context: bool
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], list[TopicPartition]]:
         core, ctx = self.core, self.core.context
-        current = await core.call(core.zk.get_partition_states, partitions)
+        current = await read_states(core, partitions, from_context=from_context)
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
+        verify: list[TopicPartition] = []
         for tp in partitions:
             state = current.get(tp)
             if state is None:
@@ -211,20 +214,26 @@ class ReplicaStateMachine:
                     state.controller_epoch,
                 )
             elif broker_id not in state.leader_and_isr.isr:
-                ctx.leadership[tp] = finished[tp] = state
+                if from_context and tp not in ctx.verified:
+                    # Nothing to write, so nothing would reveal a stale copy (a leader may have
+                    # put the replica back in the ISR meanwhile): check ZooKeeper's.
+                    verify.append(tp)
+                else:
+                    ctx.leadership[tp] = finished[tp] = state
             else:
                 to_write[tp] = isr_without(state.leader_and_isr, broker_id)
         if not to_write:
-            return finished, []
+            return finished, verify
         written = await core.call(core.zk.update_leader_and_isr, to_write, ctx.epoch, ctx.epoch_zk_version)
         for tp, zk_version in written.successful.items():
             finished[tp] = self._remember(tp, to_write[tp].with_zk_version(zk_version))
         for tp, error in written.failed.items():
             state_change_log.warning("cannot remove replica %d of %s from the ISR: %r", broker_id, tp, error)
-        return finished, list(written.bad_version)
+        return finished, [*verify, *written.bad_version]
 
     def _remember(self, tp: TopicPartition, lai: LeaderAndIsr) -> LeaderIsrAndControllerEpoch:
         ctx = self.core.context
         state = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
         ctx.leadership[tp] = state
+        ctx.verified.add(tp)
         return state

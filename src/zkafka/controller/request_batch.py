@@ -10,8 +10,10 @@ Rules:
   newest non-flexible ones; UpdateMetadata v7, flexible, because it carries the topic ids brokers
   answer Metadata v10+ and Fetch v13 with; all carry the target broker's epoch, taken from the
   context when the batch is flushed).
-* UpdateMetadata partition states are captured when added (a topic deleted later in the same event
-  is still announced); the live broker list is captured at flush.
+* UpdateMetadata partition states are computed once per partition at flush, from the context as it
+  is then (a partition is added many times in one decision: per replica, per state machine); a topic
+  the context forgets before the flush is captured first (`capture_topic`), so it is still
+  announced. The live broker list is captured at flush.
 * StopReplica v1 has one request-level `delete_partitions` flag, so a broker may get two requests.
 """
 
@@ -87,7 +89,8 @@ class ControllerBrokerRequestBatch:
         self._leader_and_isr: dict[int, dict[TopicPartition, _PartitionDecision]] = {}
         self._stop_replica: dict[int, dict[TopicPartition, bool]] = {}
         self._update_metadata_brokers: set[int] = set()
-        self._update_metadata_partitions: dict[TopicPartition, _UmPartitionState] = {}
+        self._update_metadata_partitions: dict[TopicPartition, _UmPartitionState | None] = {}
+        """None: computed at flush."""
 
     @property
     def is_empty(self) -> bool:
@@ -118,7 +121,9 @@ class ControllerBrokerRequestBatch:
             # the replica from scratch only if it was told so at least once.
             new = is_new or (previous is not None and previous.is_new)
             per_broker[partition] = _PartitionDecision(leadership, assignment, new)
-        self.add_update_metadata(self.context.live_or_shutting_down_broker_ids, [partition])
+        # add_update_metadata(every live broker, [partition]) without a new set per call
+        self._update_metadata_brokers.update(self.context.live_brokers)
+        self._update_metadata_partitions[partition] = None
 
     def add_stop_replica(self, broker_ids: Iterable[int], partition: TopicPartition, *, delete: bool) -> None:
         for broker_id in broker_ids:
@@ -129,10 +134,20 @@ class ControllerBrokerRequestBatch:
 
     def add_update_metadata(self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]) -> None:
         self._update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        pending = self._update_metadata_partitions
         for partition in partitions:
-            state = self._update_metadata_partition_state(partition)
-            if state is not None:
-                self._update_metadata_partitions[partition] = state
+            pending[partition] = None
+
+    def capture_topic(self, topic: str) -> None:
+        """Compute the pending UpdateMetadata states of `topic`'s partitions now: the context is
+        about to forget the topic."""
+        pending = self._update_metadata_partitions
+        for tp in [tp for tp, state in pending.items() if state is None and tp.topic == topic]:
+            state = self._update_metadata_partition_state(tp)
+            if state is None:
+                del pending[tp]
+            else:
+                pending[tp] = state
 
     def _update_metadata_partition_state(self, partition: TopicPartition) -> _UmPartitionState | None:
         ctx = self.context
@@ -279,8 +294,10 @@ class ControllerBrokerRequestBatch:
         if not targets:
             return
         by_topic: dict[str, list[UpdateMetadataRequest.UpdateMetadataPartitionState]] = {}
-        for tp, state in sorted(self._update_metadata_partitions.items()):
-            by_topic.setdefault(tp.topic, []).append(state)
+        for tp, captured in sorted(self._update_metadata_partitions.items()):
+            state = captured if captured is not None else self._update_metadata_partition_state(tp)
+            if state is not None:
+                by_topic.setdefault(tp.topic, []).append(state)
         topic_states = [
             UpdateMetadataRequest.UpdateMetadataTopicState(
                 topic_name=t, topic_id=self._topic_id(t), partition_states=states

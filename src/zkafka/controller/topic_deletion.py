@@ -236,4 +236,4 @@ class TopicDeletionManager:
             ctx.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL), ReplicaState.NON_EXISTENT
         )
         await core.call(core.zk.delete_topic, topic, ctx.epoch_zk_version)
-        ctx.remove_topic(topic)
+        core.forget_topic(topic)

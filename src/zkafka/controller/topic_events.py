@@ -119,7 +119,7 @@ class TopicEvents:
             self.watch_topic(topic)
         for topic in sorted(deleted):
             core.watches.cancel("data", TopicZNode.path(topic))
-            ctx.remove_topic(topic)
+            core.forget_topic(topic)
         partitions = await self.load_assignments(new)
         if new or deleted:
             log.info("topics created: %s; topics gone: %s", sorted(new), sorted(deleted))

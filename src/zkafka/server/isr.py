@@ -28,7 +28,7 @@ from zkafka.zk.model import LeaderAndIsr
 from zkafka.zk.session import ZK_UNAVAILABLE
 
 if TYPE_CHECKING:
-    from zkafka.server.partition import Partition
+    from zkafka.server.partition import LeaderState, Partition
 
 log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)
@@ -57,6 +57,9 @@ class IsrManager:
         self.last_change_ms = 0
         self.last_publish_ms = int(time.time() * 1000)
         self._inflight: set[TopicPartition] = set()
+        """Partitions with an ISR change queued or being written."""
+        self._queued: list[tuple[Partition, tuple[int, ...], str]] = []
+        self._flusher: asyncio.Future[None] | None = None
 
     # -- decisions (on the loop) ------------------------------------------------------------------
     def maybe_expand(self, partition: Partition, replica_id: int) -> None:
@@ -95,45 +98,71 @@ class IsrManager:
         entry = partition.log.epochs.latest_entry
         return entry[1] if entry is not None else 0
 
-    # -- the ZooKeeper write ----------------------------------------------------------------------
+    # -- the ZooKeeper writes ---------------------------------------------------------------------
     def _write(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
+        """Queue the change; the changes queued by one pass (a shrink check, the fetches served
+        meanwhile) go to ZooKeeper together: a follower that comes back or goes away changes the
+        ISR of every partition it follows, thousands, one round trip each otherwise."""
         self._inflight.add(partition.tp)
-        task = asyncio.ensure_future(self._update(partition, new_isr, why))
-        task.add_done_callback(lambda t: _report_failure(t, f"ISR update of {partition.tp}"))
+        self._queued.append((partition, new_isr, why))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+            self._flusher.add_done_callback(lambda t: _report_failure(t, "ISR updates"))
 
-    async def _update(self, partition: Partition, new_isr: tuple[int, ...], why: str) -> None:
-        state = partition.state
-        try:
+    async def _flush(self) -> None:
+        while self._queued:
+            batch, self._queued = self._queued, []
+            try:
+                await self._update(batch)
+            except BaseException:
+                # The rest is dropped too: the next shrink check, or the follower's next fetch,
+                # decides again from what the partitions then look like.
+                dropped, self._queued = self._queued, []
+                for partition, _, _ in dropped:
+                    self._inflight.discard(partition.tp)
+                raise
+            finally:
+                for partition, _, _ in batch:
+                    self._inflight.discard(partition.tp)
+
+    async def _update(self, batch: list[tuple[Partition, tuple[int, ...], str]]) -> None:
+        updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
+        decided: dict[TopicPartition, tuple[Partition, LeaderState, str]] = {}
+        for partition, new_isr, why in batch:
+            state = partition.state
             if state is None or not new_isr:
-                return
+                continue
             desired = LeaderAndIsr(state.leader, state.leader_epoch, new_isr, zk_version=state.zk_version)
-            ok, version = await self._zk.run(
-                KafkaZkClient.conditional_update_partition_state,
-                partition.tp,
-                desired,
-                state.controller_epoch,
-            )
+            updates[partition.tp] = desired, state.controller_epoch
+            decided[partition.tp] = partition, state, why
+        if not updates:
+            return
+        results = await self._zk.run(KafkaZkClient.conditional_update_partition_states, updates)
+        stale: list[TopicPartition] = []
+        for tp, (ok, version) in results.items():
+            partition, state, why = decided[tp]
             if not ok:
-                log.info(
-                    "%s: cached zkVersion %d is stale, skipping ISR update (%s)",
-                    partition.tp,
-                    state.zk_version,
-                    why,
-                )
-                return
+                stale.append(tp)
+                continue
             if partition.state is not state:  # a LeaderAndIsr arrived meanwhile: it wins
-                return
+                continue
+            new_isr = updates[tp][0].isr
             partition.state = replace(state, isr=new_isr, zk_version=version)
             # Per partition at DEBUG; INFO gets one line per announcement (`maybe_publish`).
-            log.debug("%s: ISR %s -> %s (%s)", partition.tp, list(state.isr), list(new_isr), why)
+            log.debug("%s: ISR %s -> %s (%s)", tp, list(state.isr), list(new_isr), why)
             if self._changes is not None:
                 shrinks, expands = self._changes
                 (shrinks if len(new_isr) < len(state.isr) else expands).inc()
-            self.pending.add(partition.tp)
+            self.pending.add(tp)
             self.last_change_ms = int(time.time() * 1000)
             partition.maybe_increment_high_watermark()
-        finally:
-            self._inflight.discard(partition.tp)
+        if stale:
+            # The controller changed these meanwhile; its LeaderAndIsr brings the new state.
+            log.info(
+                "ISR update skipped for %d partition(s) whose cached zkVersion is stale (%s)",
+                len(stale),
+                ", ".join(str(tp) for tp in sorted(stale)[:3]) + (" ..." if len(stale) > 3 else ""),
+            )
 
     async def maybe_publish(self) -> None:
         now = int(time.time() * 1000)

@@ -7,7 +7,9 @@ Modules (import what you need; this package imports nothing eagerly):
 * `json_codec`  strict JSON decoding (`ZNodeDataError`) and Jackson-style compact encoding;
 * `connect`     `host:port,.../chroot` connect strings;
 * `topic_names` Kafka's topic-name rules; `sanitizer` user/client entity-name encoding;
-* `session`     one kazoo session with chroot creation, retries and generic primitives;
+* `session`     one kazoo session with chroot creation, retries and generic primitives (bulk
+                reads as `multi_read` requests where the server takes them; kazoo selecting
+                through `poll_handler`);
 * `client`      `KafkaZkClient`: broker registration, controller election and fenced writes,
                 partition state, topics, admin znodes, notifications, config, producer ids
                 (+ `acl_store`, `old_consumer_store` mixed into it);

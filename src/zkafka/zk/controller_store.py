@@ -14,7 +14,9 @@ from kazoo.exceptions import (
     BadVersionError,
     NodeExistsError,
     NoNodeError,
+    SessionExpiredError,
 )
+from kazoo.protocol.states import ZnodeStat
 
 from zkafka.zk.errors import (
     ControllerMovedError,
@@ -211,8 +213,60 @@ class ControllerStoreMixin(ZkStore):
         except NoNodeError:
             return False, -1
         except BadVersionError:
-            pass
-        current = self.get_data(path)
+            return self._recognise_state_write(tp, leader_and_isr, controller_epoch)
+
+    def conditional_update_partition_states(
+        self, updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]]
+    ) -> dict[TopicPartition, tuple[bool, int]]:
+        """Many `conditional_update_partition_state`s (partition -> (state, controller epoch),
+        each conditional on its state's zk_version), pipelined: one round trip for all rather than
+        one each, when a leader changes the ISR of thousands of partitions at once (a follower
+        came back, or went away). Each keeps its own outcome; one whose answer was lost is
+        written again through the single-partition path, which recognises its own write."""
+        pending = [
+            (
+                tp,
+                lai,
+                epoch,
+                self._zk.set_async(
+                    TopicPartitionStateZNode.path(tp),
+                    TopicPartitionStateZNode.encode(lai, epoch),
+                    lai.zk_version,
+                ),
+            )
+            for tp, (lai, epoch) in updates.items()
+        ]
+        out: dict[TopicPartition, tuple[bool, int]] = {}
+        stale: dict[str, tuple[TopicPartition, LeaderAndIsr, int]] = {}
+        for tp, lai, epoch, result in pending:
+            try:
+                out[tp] = True, int(result.get().version)
+            except NoNodeError:
+                out[tp] = False, -1
+            except BadVersionError:
+                stale[TopicPartitionStateZNode.path(tp)] = tp, lai, epoch
+            except (*TRANSIENT, SessionExpiredError):  # the single path retries until reconnected
+                out[tp] = self.conditional_update_partition_state(tp, lai, epoch)
+        for path, found in self.get_data_many(list(stale)).items():
+            tp, lai, epoch = stale[path]
+            out[tp] = self._is_own_state(path, found, lai, epoch)
+        return out
+
+    def _recognise_state_write(
+        self, tp: TopicPartition, leader_and_isr: LeaderAndIsr, controller_epoch: int
+    ) -> tuple[bool, int]:
+        """After BADVERSION: (True, zkVersion) if the znode holds exactly our state (our write
+        went through and its answer was lost), else (False, -1)."""
+        path = TopicPartitionStateZNode.path(tp)
+        return self._is_own_state(path, self.get_data(path), leader_and_isr, controller_epoch)
+
+    def _is_own_state(
+        self,
+        path: str,
+        current: tuple[bytes, ZnodeStat] | None,
+        leader_and_isr: LeaderAndIsr,
+        controller_epoch: int,
+    ) -> tuple[bool, int]:
         stored = self._decoded(TopicPartitionStateZNode.decode, path, current, NO_STATE)
         if (
             current is not None

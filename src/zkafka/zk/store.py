@@ -16,6 +16,7 @@ from kazoo.exceptions import (
     NoNodeError,
     NotEmptyError,
     OperationTimeoutError,
+    SessionExpiredError,
     ZookeeperError,
 )
 from kazoo.protocol.states import ZnodeStat
@@ -32,6 +33,10 @@ from zkafka.zk.znodes import (
 )
 
 TRANSIENT = (ConnectionLoss, OperationTimeoutError)
+FENCED_RETRY = (*TRANSIENT, SessionExpiredError)
+"""What a fenced write waits out and sends again: the `/controller_epoch` check in the same multi
+decides whether it may still apply (a controller whose session expired is refused by it once
+another controller was elected, the answer it must act on)."""
 DEFAULT_RESERVED_BROKER_MAX_ID = 1000
 """Kafka's `reserved.broker.max.id`: generated broker ids start above it."""
 _DELETE_BATCH = 500
@@ -96,7 +101,7 @@ class ZkStore(ZkSession):
         while True:
             try:
                 return self.multi(all_ops)[1:]
-            except TRANSIENT:
+            except FENCED_RETRY:
                 self.wait_connected()
             except ZookeeperError as e:
                 if getattr(e, "op_index", None) == 0:
@@ -119,7 +124,7 @@ class ZkStore(ZkSession):
         for key, ops, async_result in pending:
             try:
                 results = list(async_result.get())
-            except TRANSIENT:
+            except FENCED_RETRY:
                 try:
                     out[key] = self.fenced_multi(epoch_zk_version, ops)
                 except ControllerMovedError:
@@ -164,7 +169,7 @@ class ZkStore(ZkSession):
         for chunk, async_result in pending:
             try:
                 results = list(async_result.get())
-            except TRANSIENT:
+            except FENCED_RETRY:
                 retry.extend(chunk)
                 continue
             failure = first_failure(results)
