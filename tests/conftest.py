@@ -17,13 +17,24 @@ from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import chrooted
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         path = str(item.path)
-        if "/tests/spark/" in path:
+        spark = "/tests/spark/" in path
+        if spark:
             item.add_marker(pytest.mark.spark)
         elif "zookeeper_server" in getattr(item, "fixturenames", ()) or "/tests/interop/" in path:
             item.add_marker(pytest.mark.cluster)
+        if grouped:
+            # `make test` runs pytest-xdist with `--dist loadgroup`: a module's tests stay on one
+            # worker (its module-scoped brokers start once), and so do all Spark tests (one
+            # SparkSession, one standalone Spark cluster, one shared Kafka cluster per worker).
+            item.add_marker(pytest.mark.xdist_group("spark" if spark else item.nodeid.split("::")[0]))
+    # Workers take groups in collection order (with `--no-loadscope-reorder`): the longest group
+    # (Spark, minutes of JVM work) goes first so it does not start last and run alone at the end.
+    if hasattr(config, "workerinput"):  # an xdist worker (workers collect; the controller schedules)
+        items.sort(key=lambda item: item.get_closest_marker("spark") is None)
 
 
 @pytest.fixture(scope="session")
