@@ -32,9 +32,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # SparkSession, one standalone Spark cluster, one shared Kafka cluster per worker).
             item.add_marker(pytest.mark.xdist_group("spark" if spark else item.nodeid.split("::")[0]))
     # Workers take groups in collection order (with `--no-loadscope-reorder`): the longest group
-    # (Spark, minutes of JVM work) goes first so it does not start last and run alone at the end.
+    # (Spark, minutes of JVM work) goes first, then the modules with a `slow` test, so that none of
+    # them starts last and runs alone at the end while the other worker idles.
     if hasattr(config, "workerinput"):  # an xdist worker (workers collect; the controller schedules)
-        items.sort(key=lambda item: item.get_closest_marker("spark") is None)
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: (item.get_closest_marker("spark") is None, item.path not in slow))
 
 
 @pytest.fixture(scope="session")
