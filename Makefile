@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # tests/conftest.py keeps a module's tests (its module-scoped brokers) and all Spark tests on one
 # worker, Spark first. `make test TEST_WORKERS=0` runs in one process.
 TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 .PHONY: setup run test test-fast test-cluster test-spark lint fmt console-screenshot perf fuzz clean
 
