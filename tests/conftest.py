@@ -17,13 +17,38 @@ from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.zookeeper import chrooted
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = str(item.path)
         if "/tests/spark/" in path:
             item.add_marker(pytest.mark.spark)
         elif "zookeeper_server" in getattr(item, "fixturenames", ()) or "/tests/interop/" in path:
             item.add_marker(pytest.mark.cluster)
+    # Workers take modules in collection order (`--no-loadscope-reorder`): Spark first (minutes of
+    # JVM work), then the modules with a `slow` test, so that none of them starts last and runs
+    # alone at the end while the other worker idles.
+    if hasattr(config, "workerinput"):  # an xdist worker (workers collect; the controller schedules)
+        slow = {item.path for item in items if item.get_closest_marker("slow")}
+        items.sort(key=lambda item: (item.get_closest_marker("spark") is None, item.path not in slow))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`make test` runs pytest-xdist with `--dist loadfile`: a module's tests stay on one worker
+    (its module-scoped brokers start once). On top of that, all Spark tests go to one worker: one
+    SparkSession, one standalone Spark cluster and one shared Kafka cluster instead of one per
+    worker. (xdist's own `--dist loadgroup` cannot do it under pytest 9: it renames node ids
+    through an attribute pytest no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SparkTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "tests/spark/" if module.startswith("tests/spark/") else module
+
+    return SparkTogether(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -196,6 +196,7 @@ def settled(members: list[Member]) -> bool:
     return all(owned) and set().union(*owned) == set(range(PARTITIONS)) and sum(map(len, owned)) == PARTITIONS
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("client", ["kafka-python", "confluent", "aiokafka", "kcat"])
 def test_group_survives_member_and_coordinator_sigkill(

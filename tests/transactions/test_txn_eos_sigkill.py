@@ -42,7 +42,7 @@ from zkafka.protocol.groups.partitioning import offsets_partition_for
 from zkafka.testing.cluster import running_cluster, wait_until_ready
 from zkafka.transactions.log_records import transaction_partition_for
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 RECORDS = 100_000
 PARTITIONS = 3
