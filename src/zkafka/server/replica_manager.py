@@ -12,6 +12,7 @@ coordinator sees only those methods (`zkafka.coordinator.store.PartitionLeaders`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.records.batch import BatchHeader
-from zkafka.server.delayed import DelayedOperations
+from zkafka.server.delayed import DelayedOperations, Waiter
 from zkafka.server.partition import LeaderState, Partition
 from zkafka.storage.errors import LogDirIOError, RecordBatchTooLargeError, RecordTooLargeError, StorageError
 from zkafka.storage.log import AppendInfo, Log
@@ -148,35 +149,63 @@ class ReplicaManager:
         self, required: Mapping[TopicPartition, tuple[int, int]], timeout_s: float
     ) -> dict[TopicPartition, ErrorCode]:
         """Wait until each partition's high watermark reaches its required offset (acks=all), for
-        `required[tp] = (offset, leader epoch of the append)`. Per partition: NONE, or
-        NOT_LEADER_OR_FOLLOWER (leadership moved, even if it came back: the append may be gone),
-        REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below min.insync)."""
+        `required[tp] = (offset, leader epoch of the append)`; the outcome per partition as
+        `when_replicated` gives it."""
+        fut: asyncio.Future[dict[TopicPartition, ErrorCode]] = asyncio.get_running_loop().create_future()
+
+        def settle(outcome: dict[TopicPartition, ErrorCode]) -> None:
+            if not fut.done():
+                fut.set_result(outcome)
+
+        waiter = self.when_replicated(required, timeout_s, settle)
+        if waiter is not None:
+            fut.add_done_callback(lambda _f: self.delayed.cancel(waiter))
+        return await fut
+
+    def when_replicated(
+        self,
+        required: Mapping[TopicPartition, tuple[int, int]],
+        timeout_s: float,
+        on_done: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> Waiter | None:
+        """Call `on_done(outcome)` once each partition's high watermark reaches its required offset
+        (acks=all), for `required[tp] = (offset, leader epoch of the append)`, or at the timeout:
+        from inside the high-watermark move that completes it, so the response is built at once
+        (no task, no event-loop turn). Per partition: NONE, or NOT_LEADER_OR_FOLLOWER (leadership
+        moved, even if it came back: the append may be gone), REQUEST_TIMED_OUT,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below min.insync). The waiter, to
+        `delayed.cancel` when nobody wants the outcome any more; None when already called."""
+        partitions = self.partitions
 
         def still_leader(tp: TopicPartition, epoch: int) -> Partition | None:
-            p = self.partitions.get(tp)
+            p = partitions.get(tp)
             return p if p is not None and p.is_leader and p.leader_epoch == epoch else None
 
         def done() -> bool:
             for tp, (offset, epoch) in required.items():
-                p = still_leader(tp, epoch)
-                if p is not None and p.high_watermark < offset:
+                p = partitions.get(tp)
+                if p is not None and p.high_watermark < offset and still_leader(tp, epoch) is not None:
                     return False
             return True
 
-        if required:
-            await self.delayed.wait([replication_key(tp) for tp in required], done, timeout_s)
-        out: dict[TopicPartition, ErrorCode] = {}
-        for tp, (offset, epoch) in required.items():
-            p = still_leader(tp, epoch)
-            if p is None:
-                out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif p.high_watermark < offset:
-                out[tp] = ErrorCode.REQUEST_TIMED_OUT
-            elif len(p.isr) < p.log.config.min_insync_replicas:
-                out[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            else:
-                out[tp] = ErrorCode.NONE
-        return out
+        def outcome(_reached: bool) -> None:
+            out: dict[TopicPartition, ErrorCode] = {}
+            for tp, (offset, epoch) in required.items():
+                p = still_leader(tp, epoch)
+                if p is None:
+                    out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                elif p.high_watermark < offset:
+                    out[tp] = ErrorCode.REQUEST_TIMED_OUT
+                elif len(p.isr) < p.log.config.min_insync_replicas:
+                    out[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                else:
+                    out[tp] = ErrorCode.NONE
+            on_done(out)
+
+        if not required:
+            on_done({})
+            return None
+        return self.delayed.park([replication_key(tp) for tp in required], done, timeout_s, outcome)
 
     def _on_high_watermark(self, tp: TopicPartition) -> None:
         self.delayed.notify(tp)

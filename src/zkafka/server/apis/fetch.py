@@ -29,6 +29,7 @@ as the old one's.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -110,18 +111,40 @@ def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
                     metrics.partition_error("Fetch", name, p.error_code, produce=False)
 
 
-async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
-    def enough() -> bool:
-        return _available(ctx, request) >= request.min_bytes
+def _long_poll(
+    ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None
+) -> asyncio.Future[Resp]:
+    """Park the fetch until enough is available (an append for a follower, a high-watermark move
+    for a consumer) or `max_wait_ms`: a future completed from inside that append or move, so the
+    follower's answer that lets the high watermark advance goes out on the next event-loop turn."""
+    fut: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
+
+    if request.min_bytes <= 1:
+
+        def enough() -> bool:
+            return _anything_new(ctx, request)
+
+    else:
+
+        def enough() -> bool:
+            return _available(ctx, request) >= request.min_bytes
+
+    def answer(_enough: bool) -> None:
+        if fut.done():  # the connection went away meanwhile
+            return
+        try:
+            # The follower's position was recorded when the request arrived; recording it again
+            # now would date it up to max_wait_ms later, long enough to take a replica that has
+            # meanwhile left (a controlled shutdown) back into the ISR.
+            final = _read(ctx, request, record_follower=False, quota_max=quota_max)
+            _count(ctx, request, final)
+            fut.set_result(_throttled(ctx, final, quota_max))
+        except Exception as e:  # a bug: the network layer logs it and closes the connection
+            fut.set_exception(e)
 
     timeout_s = request.max_wait_ms / 1000 + LONG_POLL_TICK_S
-    await ctx.services.replicas.delayed.wait(first.partitions, enough, timeout_s)
-    # The follower's position was recorded when the request arrived; recording it again now would
-    # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
-    # controlled shutdown) back into the ISR.
-    final = _read(ctx, request, record_follower=False, quota_max=quota_max)
-    _count(ctx, request, final)
-    return _throttled(ctx, final, quota_max)
+    ctx.services.replicas.delayed.park(first.partitions, enough, timeout_s, answer)
+    return fut
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -198,6 +221,30 @@ def _available(ctx: RequestContext, request: FetchRequest) -> int:
                 except OffsetOutOfRangeError:
                     return 1 << 30
     return total
+
+
+def _anything_new(ctx: RequestContext, request: FetchRequest) -> bool:
+    """`min_bytes` <= 1: whether a re-read would return anything (or an error), by offsets alone,
+    without reading the log (Kafka's DelayedFetch compares positions too): this runs for every
+    parked fetch of a partition on each append or high-watermark move."""
+    replicas = ctx.services.replicas
+    is_follower = request.replica_id >= 0
+    committed = _read_committed(ctx, request)
+    for t in request.topics:
+        name = _topic_name(ctx, t)
+        if name is None:
+            return True  # answer now: UNKNOWN_TOPIC_ID
+        for p in t.partitions:
+            part = replicas.get_partition(TopicPartition(name, p.partition))
+            if part is None or not part.is_leader:
+                return True  # answer now: the client must learn about the error
+            if p.fetch_offset < _visible_end(part, is_follower, committed):
+                if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
+                    continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
+                return True
+            if p.fetch_offset > part.log.log_end_offset or p.fetch_offset < part.log.log_start_offset:
+                return True  # answer now: OFFSET_OUT_OF_RANGE
+    return False
 
 
 def _replication_throttled(ctx: RequestContext, tp: TopicPartition) -> bool:
