@@ -208,13 +208,15 @@ class ReplicaManager:
         return self.delayed.park([replication_key(tp) for tp in required], done, timeout_s, outcome)
 
     def _on_high_watermark(self, tp: TopicPartition) -> None:
-        self.delayed.notify(tp)
+        # consumers' fetches and acks=all produce requests; followers' fetches wait for appends
+        self.delayed.notify(high_watermark_key(tp))
         self.delayed.notify(replication_key(tp))
 
     def _leadership_changed(self, tp: TopicPartition) -> None:
         """Wake everything parked on `tp`: fetches and acks=all produce requests re-check (and the
         latter answer NOT_LEADER_OR_FOLLOWER when the epoch they appended in is gone)."""
         self.delayed.notify(tp)
+        self.delayed.notify(high_watermark_key(tp))
         self.delayed.notify(replication_key(tp))
 
     def _get_or_create(self, tp: TopicPartition) -> Partition:
@@ -363,6 +365,12 @@ class ReplicaManager:
             # No fsync each: the log manager's shutdown, which follows, syncs the filesystem once
             # before it writes the clean-shutdown marker.
             p.take_producer_snapshot(fsync=False)
+
+
+def high_watermark_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The key consumers' long-poll fetches park under: woken when `tp`'s high watermark moves or
+    its leadership changes (followers' fetches park under `tp` itself, woken by appends)."""
+    return ("high-watermark", tp)
 
 
 def replication_key(tp: TopicPartition) -> tuple[str, TopicPartition]:

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
-from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError, validate_batches
+from zkafka.records.batch import (
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    CorruptRecordError,
+    InvalidRecordError,
+    validate_batches,
+)
 from zkafka.records.compression import ZSTD
 from zkafka.records.legacy import decode_message_set, is_legacy_message_set, to_records, wrapper_codec
 from zkafka.records.record import build_batch, iter_records
@@ -158,9 +164,11 @@ def _needs_verification(
     """The partition's pending verification when its transactional batch would open a transaction
     here; None when it may be appended now (not transactional, verification off, or the producer's
     transaction is already open here at this epoch: the per-partition cache, free)."""
-    first = next((h for h in headers if h.is_transactional), None)
-    if first is None:
-        return None
+    for first in headers:
+        if first.attributes & TRANSACTIONAL_MASK:
+            break
+    else:
+        return None  # not transactional: every plain produce request leaves here
     service = ctx.services.transactions
     if service is None or service.verifier is None:
         return None
