@@ -6,8 +6,10 @@ fetchers; leaders serve produce and fetch. Everything runs on the broker's event
 
 The one acks=all write path lives here: `append_to_leader` appends to a partition this broker leads
 and `wait_for_replication` waits (woken by high-watermark moves, never polling) until the ISR has
-it. Produce and the group coordinator's `__consumer_offsets` writes both go through them; the
-coordinator sees only those methods (`zkafka.coordinator.store.PartitionLeaders`).
+it; `when_replicated` is its callback form, which Produce uses (the response is built inside the
+high-watermark move, no task per request). Produce and the group coordinator's
+`__consumer_offsets` writes both go through them; the coordinator sees only `append_to_leader` and
+`wait_for_replication` (`zkafka.coordinator.store.PartitionLeaders`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.records.batch import BatchHeader
+from zkafka.records.batch import CONTROL_MASK, BatchHeader
 from zkafka.server.delayed import DelayedOperations, Waiter
 from zkafka.server.partition import LeaderState, Partition
 from zkafka.storage.errors import LogDirIOError, RecordBatchTooLargeError, RecordTooLargeError, StorageError
@@ -139,10 +141,16 @@ class ReplicaManager:
             if isinstance(e, LogDirIOError):
                 self.log_dir_failed(e)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
-        # Only the fetches long-polling for new data: an append alone never moves the high
-        # watermark (`_on_high_watermark` wakes the acks=all waiters when it does), and
-        # re-checking every parked produce request on every append made each append cost O(waiters).
+        # Only the followers' fetches long-polling for new data: an append alone never moves the
+        # high watermark (`_on_high_watermark` wakes the acks=all waiters and consumers when it
+        # does), and re-checking every parked produce request on every append made each append
+        # cost O(waiters). A transaction marker may move the last stable offset below the high
+        # watermark, which read_committed consumers wait for.
         self.delayed.notify(tp)
+        for h in headers:
+            if h.attributes & CONTROL_MASK:
+                self.delayed.notify(stable_offset_key(tp))
+                break
         return info, epoch
 
     async def wait_for_replication(
@@ -217,6 +225,7 @@ class ReplicaManager:
         latter answer NOT_LEADER_OR_FOLLOWER when the epoch they appended in is gone)."""
         self.delayed.notify(tp)
         self.delayed.notify(high_watermark_key(tp))
+        self.delayed.notify(stable_offset_key(tp))
         self.delayed.notify(replication_key(tp))
 
     def _get_or_create(self, tp: TopicPartition) -> Partition:
@@ -371,6 +380,12 @@ def high_watermark_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
     """The key consumers' long-poll fetches park under: woken when `tp`'s high watermark moves or
     its leadership changes (followers' fetches park under `tp` itself, woken by appends)."""
     return ("high-watermark", tp)
+
+
+def stable_offset_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The key read_committed consumers' fetches also park under: woken when a transaction marker
+    is appended to `tp` (their last stable offset may then move without the high watermark)."""
+    return ("stable-offset", tp)
 
 
 def replication_key(tp: TopicPartition) -> tuple[str, TopicPartition]:

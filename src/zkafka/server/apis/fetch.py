@@ -41,7 +41,7 @@ from zkafka.records.legacy import Converted, down_convert_within
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
 from zkafka.server.partition import Partition
-from zkafka.server.replica_manager import high_watermark_key, low_watermark_key
+from zkafka.server.replica_manager import high_watermark_key, low_watermark_key, stable_offset_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
 from zkafka.storage.log import Log
 from zkafka.storage.naming import TopicPartition
@@ -153,11 +153,12 @@ def _long_poll(
             fut.set_exception(e)
 
     # A follower waits for appends; a consumer for the high watermark (an append alone shows it
-    # nothing), and a read_committed one for appends too: a marker moves its last stable offset.
+    # nothing), and a read_committed one for transaction markers too: they move its last stable
+    # offset.
     if is_follower:
         keys: list[object] = list(first.partitions)
     elif committed:
-        keys = [*first.partitions, *map(high_watermark_key, first.partitions)]
+        keys = [*map(high_watermark_key, first.partitions), *map(stable_offset_key, first.partitions)]
     else:
         keys = [high_watermark_key(tp) for tp in first.partitions]
     timeout_s = request.max_wait_ms / 1000 + LONG_POLL_TICK_S
