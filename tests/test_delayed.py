@@ -28,3 +28,52 @@ def test_wait_completes_on_notify_and_times_out() -> None:
         assert await pending is False and len(ops) == 0
 
     asyncio.run(main())
+
+
+def test_park_calls_back_once_from_notify_or_timer() -> None:
+    async def main() -> None:
+        ops = DelayedOperations()
+        state = {"hw": 0}
+        outcomes: list[tuple[str, bool]] = []
+        ops.park([("t", 0)], lambda: state["hw"] >= 1, 5, lambda ok: outcomes.append(("a", ok)))
+        ops.park([("t", 0)], lambda: state["hw"] >= 2, 5, lambda ok: outcomes.append(("b", ok)))
+        assert len(ops) == 2 and outcomes == []
+        state["hw"] = 2
+        ops.notify(("t", 0))  # both complete inside notify, oldest first, each once
+        assert outcomes == [("a", True), ("b", True)] and len(ops) == 0
+        ops.notify(("t", 0))
+        assert len(outcomes) == 2
+        # already true: called back before park returns, nothing parked
+        assert ops.park([("t", 0)], lambda: True, 5, lambda ok: outcomes.append(("c", ok))) is None
+        assert outcomes[-1] == ("c", True) and len(ops) == 0
+        # the timer: False, once
+        ops.park([("t", 1)], lambda: False, 0.02, lambda ok: outcomes.append(("d", ok)))
+        await asyncio.sleep(0.1)
+        assert outcomes[-1] == ("d", False) and len(ops) == 0
+        # a cancelled waiter is never called back
+        w = ops.park([("t", 1)], lambda: state["hw"] >= 3, 5, lambda ok: outcomes.append(("e", ok)))
+        assert w is not None
+        ops.cancel(w)
+        state["hw"] = 3
+        ops.notify(("t", 1))
+        assert outcomes[-1] == ("d", False) and len(ops) == 0
+
+    asyncio.run(main())
+
+
+def test_a_failing_callback_does_not_stop_the_others() -> None:
+    async def main() -> None:
+        ops = DelayedOperations()
+        ready = {"go": False}
+        done: list[bool] = []
+
+        def boom(_ok: bool) -> None:
+            raise RuntimeError("bug in a completion")
+
+        ops.park(["k"], lambda: ready["go"], 5, boom)
+        ops.park(["k"], lambda: ready["go"], 5, done.append)
+        ready["go"] = True
+        ops.notify("k")  # the first callback's error is logged; the second still completes
+        assert done == [True] and len(ops) == 0
+
+    asyncio.run(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import resource
 import signal
@@ -54,6 +55,23 @@ def _raise_open_files_limit() -> None:
     log.info("open files limit: %d", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
+GC_YOUNG_THRESHOLD = 10_000
+"""Allocations between collections of the youngest generation (CPython's default is 700)."""
+
+
+def _settle_garbage_collector() -> None:
+    """Once started, the broker's code, protocol schemas and codecs, configs and loaded logs live
+    as long as the process: they go to the permanent generation (`gc.freeze`), so the collector's
+    full passes walk only what was made since instead of the 60,000-odd objects of start-up (each
+    such pass stalled a broker's event loop for tens of milliseconds, 450+ ms on a loaded
+    machine: every request in flight waited). The youngest generation is collected every 10,000
+    allocations, not 700: a request's objects die young and reference counting frees them, so
+    fewer are walked and promoted while still in flight."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def _split(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise CliError(f"--override expects KEY=VALUE, got {text!r}")
@@ -80,6 +98,7 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
         log.error("broker failed to start: %s", e, exc_info=None if expected else e)
         await broker.stop()
         raise CliError(f"broker failed to start: {e}") from None
+    _settle_garbage_collector()
     print(f"zkafka broker {broker.broker_id} started (cluster {broker.cluster_id})", flush=True)
     await stop.wait()
     await broker.stop()

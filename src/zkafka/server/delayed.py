@@ -3,7 +3,12 @@
 Used by acks=all produce (wait until the high watermark passes the appended offsets) and by
 long-poll fetch (wait until `min_bytes` are available). A waiter is registered under one or more
 keys (topic-partitions); whoever changes a key's state calls `notify(key)`, which re-evaluates
-only that key's waiters. There is no polling loop: an idle broker does no work.
+only that key's waiters, oldest first. There is no polling loop: an idle broker does no work.
+
+Two forms: `park` calls back (`on_done(True)` from inside the `notify` that found the condition
+true, `on_done(False)` from the timer), which is what the request hot paths use: an acks=all
+produce or a long-poll fetch is then answered with no task and no extra event-loop turn between
+the wake-up and its response. `wait` wraps `park` in a future for code that awaits.
 
 A timeout never fires early: the event loop's timers have millisecond granularity (uvloop rounds
 them), and a long-poll fetch answered a fraction of a millisecond before `max_wait_ms` makes
@@ -14,43 +19,80 @@ The deadline is checked against `time.monotonic()` and the timer re-armed for wh
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
 
 
-@dataclass(eq=False, slots=True)
-class _Waiter:
-    check: Callable[[], bool]
-    future: asyncio.Future[bool]
-    keys: tuple[Hashable, ...]
-    deadline: float = 0.0
-    """time.monotonic() at which the waiter times out."""
-    timer: asyncio.TimerHandle | None = field(default=None)
+class Waiter:
+    """One parked operation (`park`'s handle: `DelayedOperations.cancel` forgets it)."""
+
+    __slots__ = ("check", "deadline", "done", "keys", "on_done", "timer")
+
+    def __init__(
+        self,
+        check: Callable[[], bool],
+        on_done: Callable[[bool], None],
+        keys: tuple[Hashable, ...],
+        deadline: float,
+    ) -> None:
+        self.check = check
+        self.on_done = on_done
+        self.keys = keys
+        self.deadline = deadline
+        """time.monotonic() at which the waiter times out."""
+        self.timer: asyncio.TimerHandle | None = None
+        self.done = False
 
 
 class DelayedOperations:
     def __init__(self) -> None:
-        self._by_key: dict[Hashable, set[_Waiter]] = {}
+        # per key, its waiters in arrival order (a dict: ordered, O(1) removal)
+        self._by_key: dict[Hashable, dict[Waiter, None]] = {}
+
+    def park(
+        self,
+        keys: Iterable[Hashable],
+        check: Callable[[], bool],
+        timeout_s: float,
+        on_done: Callable[[bool], None],
+    ) -> Waiter | None:
+        """Call `on_done(True)` as soon as `check()` holds after a `notify` on one of `keys`, or
+        `on_done(False)` when `timeout_s` passes first; exactly once. `check` is tried right away
+        too: then `on_done` is called before `park` returns, and None is returned (nothing parked)."""
+        if check():
+            on_done(True)
+            return None
+        if timeout_s <= 0:
+            on_done(False)
+            return None
+        waiter = Waiter(check, on_done, tuple(keys), time.monotonic() + timeout_s)
+        by_key = self._by_key
+        for k in waiter.keys:
+            ws = by_key.get(k)
+            if ws is None:
+                ws = by_key[k] = {}
+            ws[waiter] = None
+        waiter.timer = asyncio.get_running_loop().call_later(timeout_s, self._expire, waiter)
+        return waiter
 
     def wait(
         self, keys: Iterable[Hashable], check: Callable[[], bool], timeout_s: float
     ) -> asyncio.Future[bool]:
         """A future that becomes True as soon as `check()` holds after a `notify` on one of `keys`,
-        or False when `timeout_s` passes first. `check` is also tried once right away."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        if check():
-            fut.set_result(True)
-            return fut
-        if timeout_s <= 0:
-            fut.set_result(False)
-            return fut
-        waiter = _Waiter(check, fut, tuple(keys), deadline=time.monotonic() + timeout_s)
-        for k in waiter.keys:
-            self._by_key.setdefault(k, set()).add(waiter)
-        waiter.timer = loop.call_later(timeout_s, self._expire, waiter)
-        fut.add_done_callback(lambda _f: self._forget(waiter))
+        or False when `timeout_s` passes first. `check` is also tried once right away. Cancelling
+        the future forgets the waiter."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def settle(ok: bool) -> None:
+            if not fut.done():
+                fut.set_result(ok)
+
+        waiter = self.park(keys, check, timeout_s, settle)
+        if waiter is not None:
+            fut.add_done_callback(lambda _f: self.cancel(waiter))
         return fut
 
     def notify(self, key: Hashable) -> None:
@@ -58,12 +100,17 @@ class DelayedOperations:
         if not waiters:
             return
         for w in list(waiters):
-            if not w.future.done() and w.check():
+            if not w.done and w.check():
                 self._finish(w, True)
 
     def notify_all(self) -> None:
         for key in list(self._by_key):
             self.notify(key)
+
+    def cancel(self, waiter: Waiter) -> None:
+        """Forget a parked waiter without calling it back (its request went away)."""
+        waiter.done = True
+        self._forget(waiter)
 
     def cancel_all(self) -> None:
         for waiters in list(self._by_key.values()):
@@ -73,25 +120,34 @@ class DelayedOperations:
     def __len__(self) -> int:
         return len({w for ws in self._by_key.values() for w in ws})
 
-    def _expire(self, waiter: _Waiter) -> None:
+    def _expire(self, waiter: Waiter) -> None:
+        waiter.timer = None
+        if waiter.done:
+            return
         left = waiter.deadline - time.monotonic()
-        if left > 0 and not waiter.future.done():
+        if left > 0:
             waiter.timer = asyncio.get_running_loop().call_later(left + 0.0002, self._expire, waiter)
             return
         self._finish(waiter, False)
 
-    def _finish(self, waiter: _Waiter, result: bool) -> None:
-        if not waiter.future.done():
-            waiter.future.set_result(result)
+    def _finish(self, waiter: Waiter, result: bool) -> None:
+        if waiter.done:
+            return
+        waiter.done = True
         self._forget(waiter)
+        try:
+            waiter.on_done(result)
+        except Exception:  # one failed completion must not stop the others (nor the notifier)
+            log.exception("completing a delayed operation failed")
 
-    def _forget(self, waiter: _Waiter) -> None:
+    def _forget(self, waiter: Waiter) -> None:
         if waiter.timer is not None:
             waiter.timer.cancel()
             waiter.timer = None
+        by_key = self._by_key
         for k in waiter.keys:
-            ws = self._by_key.get(k)
+            ws = by_key.get(k)
             if ws is not None:
-                ws.discard(waiter)
+                ws.pop(waiter, None)
                 if not ws:
-                    del self._by_key[k]
+                    del by_key[k]

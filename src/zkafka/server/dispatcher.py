@@ -2,8 +2,10 @@
 
 Handlers live in `zkafka.server.apis`, one module per API family; each is a function
 `handle(ctx, request) -> response | awaitable response | NO_RESPONSE`. Returning the response
-directly (no coroutine) keeps cheap requests off the task machinery; long waits (acks=all,
-fetch long-poll) return a coroutine.
+directly (no coroutine) keeps cheap requests off the task machinery. The hot waits (acks=all
+produce, fetch long-poll) return an `asyncio.Future` that a callback completes: the network layer
+encodes its result when it is written (`network.Deferred`), so no task runs per request; other
+waits may return a coroutine, run as a task.
 
 A handler sees its broker only through `ctx.services` (`zkafka.server.services.BrokerServices`),
 the same object for every request, and who is asking through `ctx.principal`.
@@ -44,7 +46,7 @@ from zkafka.protocol import (
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
 from zkafka.server.broker_metrics import RequestTiming, request_name
 from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
-from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, KafkaConnection, _NoResponse
+from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, Deferred, KafkaConnection, _NoResponse
 from zkafka.server.network import frame as frame_bytes
 from zkafka.server.services import BrokerServices
 from zkafka.storage.file_cache import FileLease
@@ -181,6 +183,8 @@ class Dispatcher:
         if metrics is None:
             if result is NO_RESPONSE:
                 return NO_RESPONSE
+            if isinstance(result, asyncio.Future):
+                return Deferred(result, partial(_encode_later, header, conn, before_encode, None))
             if inspect.isawaitable(result):
                 return _finish(header, result, conn, before_encode)
             return _encode(header, result, conn)
@@ -190,6 +194,9 @@ class Dispatcher:
         if result is NO_RESPONSE:
             conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
             return NO_RESPONSE
+        if isinstance(result, asyncio.Future):
+            timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
+            return Deferred(result, partial(_encode_later, header, conn, before_encode, timing))
         if inspect.isawaitable(result):
             timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, perf_counter())
             return _finish(header, result, conn, before_encode, timing)
@@ -235,6 +242,23 @@ def authenticated(conn: KafkaConnection) -> None:
     """The connection's SASL exchange completed: it is its principal from now on."""
     conn.principal = conn.sasl.principal
     conn.set_max_request_bytes(conn.sasl.security.max_request_bytes)
+
+
+def _encode_later(
+    header: RequestHeader,
+    conn: KafkaConnection,
+    before_encode: Callable[[Any], None] | None,
+    timing: RequestTiming | None,
+    response: Message | _NoResponse,
+) -> list[bytes | bytearray | memoryview] | _NoResponse:
+    """The encoded response of a handler that returned a future (`Deferred`), run by the network
+    layer when that future is done and the response's turn has come."""
+    if before_encode is not None:
+        before_encode(None if response is NO_RESPONSE else response)
+    encoded = NO_RESPONSE if response is NO_RESPONSE else _encode(header, response, conn)
+    if timing is not None:
+        timing.response(response, perf_counter())
+    return encoded
 
 
 def _finish(

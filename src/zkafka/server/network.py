@@ -78,7 +78,21 @@ class _NoResponse:
 
 NO_RESPONSE: Final = _NoResponse()
 
-HandlerResult = Buffers | _NoResponse | Awaitable[Buffers | _NoResponse]
+
+class Deferred:
+    """A response a future will bring: `encode(result)` makes the buffers to write (or
+    NO_RESPONSE) when the future is done and its turn comes. What the request hot paths (acks=all
+    produce, long-poll fetch) return: their future is completed by a callback, and the response
+    is written on the next event-loop turn, with no task in between."""
+
+    __slots__ = ("encode", "future")
+
+    def __init__(self, future: asyncio.Future[Any], encode: Callable[[Any], Buffers | _NoResponse]) -> None:
+        self.future = future
+        self.encode = encode
+
+
+HandlerResult = Buffers | _NoResponse | Deferred | Awaitable[Buffers | _NoResponse]
 Handler = Callable[[bytearray, "KafkaConnection"], HandlerResult]
 
 
@@ -205,7 +219,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._proven = 0  # the last large frame received in full, up to LARGE_CREDIT
         self._reserved = 0  # pool bytes held by the frame being read (not yet dispatched)
         # FIFO of response slots: [pool bytes, a list of buffers | NO_RESPONSE | a pending future,
-        # the request's timing or None].
+        # the request's timing or None, what encodes the future's result or None (`Deferred`)].
         self._inflight: deque[list[Any]] = deque()
         self._reading_paused = False
         self._writing_paused = False
@@ -254,7 +268,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = True
         released = self._reserved
         self._reserved = 0
-        for size, slot, _timing in self._inflight:
+        for size, slot, _timing, _encode in self._inflight:
             released += size
             if isinstance(slot, asyncio.Future) and not slot.done():
                 slot.cancel()
@@ -331,6 +345,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         buffer. Stops (muted) when the memory pool cannot hold the next frame, and while a client quota
         throttles the connection (pipelined frames already read wait out the throttle too)."""
         buf, pos, end = self._buffer, self._start, self._end
+        dispatched = False
         while end - pos >= 4 and not self._closed and not self._throttled:
             (size,) = _SIZE.unpack_from(buf, pos)
             if size < 0 or size > self._max_request_bytes:
@@ -343,7 +358,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if end - pos - 4 >= size:
                 frame = buf[pos + 4 : pos + 4 + size]  # one copy, into a bytearray the handler owns
                 pos += 4 + size
-                self._dispatch(frame)
+                self._dispatch(frame, flush=False)
+                dispatched = True
                 continue
             if size > SMALL_FRAME:
                 # the socket fills the rest of this frame directly, into a buffer grown as it arrives
@@ -356,6 +372,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._start = pos
         if pos == end:
             self._start = self._end = 0
+        if dispatched:
+            # the answers ready among what one read brought, written together: one send, not one each
+            self._flush()
+            self._update_reading()
 
     def _reserve(self, size: int) -> bool:
         pool = self._pool
@@ -390,7 +410,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             data = data[n:]
 
     # -- internals ---------------------------------------------------------------------------
-    def _dispatch(self, frame: bytearray) -> None:
+    def _dispatch(self, frame: bytearray, *, flush: bool = True) -> None:
         reserved, self._reserved = self._reserved, 0
         if self._closing:  # closing after its last answer: later frames are dropped unread
             self._release(reserved)
@@ -409,14 +429,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.abort("internal error")
             return
         timing, self.timing = self.timing, None
-        if isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
+        if type(result) is Deferred:
+            fut = result.future
+            self._inflight.append([reserved, fut, timing, result.encode])
+            fut.add_done_callback(self._on_future_done)
+        elif isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
             fut = asyncio.ensure_future(result)
-            self._inflight.append([reserved, fut, timing])
+            self._inflight.append([reserved, fut, timing, None])
             fut.add_done_callback(self._on_future_done)
         else:
-            self._inflight.append([reserved, result, timing])
-        self._flush()
-        self._update_reading()
+            self._inflight.append([reserved, result, timing, None])
+        if flush:
+            self._flush()
+            self._update_reading()
 
     def _on_future_done(self, fut: asyncio.Future[Any]) -> None:
         if self._closed:
@@ -441,11 +466,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
         released = 0
         timings = None
         while q:
-            reserved, slot, timing = q[0]
+            reserved, slot, timing, encode = q[0]
             if isinstance(slot, asyncio.Future):
                 if not slot.done():
                     break
                 slot = slot.result()
+                if encode is not None:
+                    try:
+                        slot = encode(slot)
+                    except Exception as e:  # an unencodable response is a bug: log it, close
+                        self._release(released)  # what was taken off the queue (the rest: on close)
+                        _log_bug(e, self.peer)
+                        self.abort("internal error")
+                        return
             q.popleft()
             released += reserved
             if slot is not NO_RESPONSE:

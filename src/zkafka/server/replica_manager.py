@@ -6,20 +6,23 @@ fetchers; leaders serve produce and fetch. Everything runs on the broker's event
 
 The one acks=all write path lives here: `append_to_leader` appends to a partition this broker leads
 and `wait_for_replication` waits (woken by high-watermark moves, never polling) until the ISR has
-it. Produce and the group coordinator's `__consumer_offsets` writes both go through them; the
-coordinator sees only those methods (`zkafka.coordinator.store.PartitionLeaders`).
+it; `when_replicated` is its callback form, which Produce uses (the response is built inside the
+high-watermark move, no task per request). Produce and the group coordinator's
+`__consumer_offsets` writes both go through them; the coordinator sees only `append_to_leader` and
+`wait_for_replication` (`zkafka.coordinator.store.PartitionLeaders`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.records.batch import BatchHeader
-from zkafka.server.delayed import DelayedOperations
+from zkafka.records.batch import CONTROL_MASK, BatchHeader
+from zkafka.server.delayed import DelayedOperations, Waiter
 from zkafka.server.partition import LeaderState, Partition
 from zkafka.storage.errors import LogDirIOError, RecordBatchTooLargeError, RecordTooLargeError, StorageError
 from zkafka.storage.log import AppendInfo, Log
@@ -138,54 +141,91 @@ class ReplicaManager:
             if isinstance(e, LogDirIOError):
                 self.log_dir_failed(e)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
-        # Only the fetches long-polling for new data: an append alone never moves the high
-        # watermark (`_on_high_watermark` wakes the acks=all waiters when it does), and
-        # re-checking every parked produce request on every append made each append cost O(waiters).
+        # Only the followers' fetches long-polling for new data: an append alone never moves the
+        # high watermark (`_on_high_watermark` wakes the acks=all waiters and consumers when it
+        # does), and re-checking every parked produce request on every append made each append
+        # cost O(waiters). A transaction marker may move the last stable offset below the high
+        # watermark, which read_committed consumers wait for.
         self.delayed.notify(tp)
+        for h in headers:
+            if h.attributes & CONTROL_MASK:
+                self.delayed.notify(stable_offset_key(tp))
+                break
         return info, epoch
 
     async def wait_for_replication(
         self, required: Mapping[TopicPartition, tuple[int, int]], timeout_s: float
     ) -> dict[TopicPartition, ErrorCode]:
         """Wait until each partition's high watermark reaches its required offset (acks=all), for
-        `required[tp] = (offset, leader epoch of the append)`. Per partition: NONE, or
-        NOT_LEADER_OR_FOLLOWER (leadership moved, even if it came back: the append may be gone),
-        REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below min.insync)."""
+        `required[tp] = (offset, leader epoch of the append)`; the outcome per partition as
+        `when_replicated` gives it."""
+        fut: asyncio.Future[dict[TopicPartition, ErrorCode]] = asyncio.get_running_loop().create_future()
+
+        def settle(outcome: dict[TopicPartition, ErrorCode]) -> None:
+            if not fut.done():
+                fut.set_result(outcome)
+
+        waiter = self.when_replicated(required, timeout_s, settle)
+        if waiter is not None:
+            fut.add_done_callback(lambda _f: self.delayed.cancel(waiter))
+        return await fut
+
+    def when_replicated(
+        self,
+        required: Mapping[TopicPartition, tuple[int, int]],
+        timeout_s: float,
+        on_done: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> Waiter | None:
+        """Call `on_done(outcome)` once each partition's high watermark reaches its required offset
+        (acks=all), for `required[tp] = (offset, leader epoch of the append)`, or at the timeout:
+        from inside the high-watermark move that completes it, so the response is built at once
+        (no task, no event-loop turn). Per partition: NONE, or NOT_LEADER_OR_FOLLOWER (leadership
+        moved, even if it came back: the append may be gone), REQUEST_TIMED_OUT,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank below min.insync). The waiter, to
+        `delayed.cancel` when nobody wants the outcome any more; None when already called."""
+        partitions = self.partitions
 
         def still_leader(tp: TopicPartition, epoch: int) -> Partition | None:
-            p = self.partitions.get(tp)
+            p = partitions.get(tp)
             return p if p is not None and p.is_leader and p.leader_epoch == epoch else None
 
         def done() -> bool:
             for tp, (offset, epoch) in required.items():
-                p = still_leader(tp, epoch)
-                if p is not None and p.high_watermark < offset:
+                p = partitions.get(tp)
+                if p is not None and p.high_watermark < offset and still_leader(tp, epoch) is not None:
                     return False
             return True
 
-        if required:
-            await self.delayed.wait([replication_key(tp) for tp in required], done, timeout_s)
-        out: dict[TopicPartition, ErrorCode] = {}
-        for tp, (offset, epoch) in required.items():
-            p = still_leader(tp, epoch)
-            if p is None:
-                out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            elif p.high_watermark < offset:
-                out[tp] = ErrorCode.REQUEST_TIMED_OUT
-            elif len(p.isr) < p.log.config.min_insync_replicas:
-                out[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            else:
-                out[tp] = ErrorCode.NONE
-        return out
+        def outcome(_reached: bool) -> None:
+            out: dict[TopicPartition, ErrorCode] = {}
+            for tp, (offset, epoch) in required.items():
+                p = still_leader(tp, epoch)
+                if p is None:
+                    out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                elif p.high_watermark < offset:
+                    out[tp] = ErrorCode.REQUEST_TIMED_OUT
+                elif len(p.isr) < p.log.config.min_insync_replicas:
+                    out[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                else:
+                    out[tp] = ErrorCode.NONE
+            on_done(out)
+
+        if not required:
+            on_done({})
+            return None
+        return self.delayed.park([replication_key(tp) for tp in required], done, timeout_s, outcome)
 
     def _on_high_watermark(self, tp: TopicPartition) -> None:
-        self.delayed.notify(tp)
+        # consumers' fetches and acks=all produce requests; followers' fetches wait for appends
+        self.delayed.notify(high_watermark_key(tp))
         self.delayed.notify(replication_key(tp))
 
     def _leadership_changed(self, tp: TopicPartition) -> None:
         """Wake everything parked on `tp`: fetches and acks=all produce requests re-check (and the
         latter answer NOT_LEADER_OR_FOLLOWER when the epoch they appended in is gone)."""
         self.delayed.notify(tp)
+        self.delayed.notify(high_watermark_key(tp))
+        self.delayed.notify(stable_offset_key(tp))
         self.delayed.notify(replication_key(tp))
 
     def _get_or_create(self, tp: TopicPartition) -> Partition:
@@ -334,6 +374,18 @@ class ReplicaManager:
             # No fsync each: the log manager's shutdown, which follows, syncs the filesystem once
             # before it writes the clean-shutdown marker.
             p.take_producer_snapshot(fsync=False)
+
+
+def high_watermark_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The key consumers' long-poll fetches park under: woken when `tp`'s high watermark moves or
+    its leadership changes (followers' fetches park under `tp` itself, woken by appends)."""
+    return ("high-watermark", tp)
+
+
+def stable_offset_key(tp: TopicPartition) -> tuple[str, TopicPartition]:
+    """The key read_committed consumers' fetches also park under: woken when a transaction marker
+    is appended to `tp` (their last stable offset may then move without the high watermark)."""
+    return ("stable-offset", tp)
 
 
 def replication_key(tp: TopicPartition) -> tuple[str, TopicPartition]:

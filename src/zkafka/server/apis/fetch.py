@@ -29,6 +29,7 @@ as the old one's.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from zkafka.records.legacy import Converted, down_convert_within
 from zkafka.server.apis.common import check_leader_epoch
 from zkafka.server.dispatcher import FileRecords, RequestContext
 from zkafka.server.partition import Partition
-from zkafka.server.replica_manager import low_watermark_key
+from zkafka.server.replica_manager import high_watermark_key, low_watermark_key, stable_offset_key
 from zkafka.storage.errors import OffsetOutOfRangeError, StorageError
 from zkafka.storage.log import Log
 from zkafka.storage.naming import TopicPartition
@@ -110,18 +111,59 @@ def _count(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
                     metrics.partition_error("Fetch", name, p.error_code, produce=False)
 
 
-async def _long_poll(ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None) -> Resp:
-    def enough() -> bool:
-        return _available(ctx, request) >= request.min_bytes
+def _long_poll(
+    ctx: RequestContext, request: FetchRequest, first: _Read, quota_max: int | None
+) -> asyncio.Future[Resp]:
+    """Park the fetch until enough is available (an append for a follower, a high-watermark move
+    for a consumer) or `max_wait_ms`: a future completed from inside that append or move, so the
+    follower's answer that lets the high watermark advance goes out on the next event-loop turn."""
+    fut: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
+    # what to watch, resolved once (Fetch v13's topic ids included): the first read answered any
+    # unknown name at once, so every topic here has one
+    watched = [
+        (TopicPartition(name, p.partition), p.fetch_offset, p.partition_max_bytes)
+        for t in request.topics
+        if (name := _topic_name(ctx, t)) is not None
+        for p in t.partitions
+    ]
+    is_follower = request.replica_id >= 0
+    committed = _read_committed(ctx, request)
 
+    if request.min_bytes <= 1:
+
+        def enough() -> bool:
+            return _anything_new(ctx, watched, is_follower, committed, request.replica_id)
+
+    else:
+
+        def enough() -> bool:
+            return _available(ctx, watched, is_follower, committed, request.replica_id) >= request.min_bytes
+
+    def answer(_enough: bool) -> None:
+        if fut.done():  # the connection went away meanwhile
+            return
+        try:
+            # The follower's position was recorded when the request arrived; recording it again
+            # now would date it up to max_wait_ms later, long enough to take a replica that has
+            # meanwhile left (a controlled shutdown) back into the ISR.
+            final = _read(ctx, request, record_follower=False, quota_max=quota_max)
+            _count(ctx, request, final)
+            fut.set_result(_throttled(ctx, final, quota_max))
+        except Exception as e:  # a bug: the network layer logs it and closes the connection
+            fut.set_exception(e)
+
+    # A follower waits for appends; a consumer for the high watermark (an append alone shows it
+    # nothing), and a read_committed one for transaction markers too: they move its last stable
+    # offset.
+    if is_follower:
+        keys: list[object] = list(first.partitions)
+    elif committed:
+        keys = [*map(high_watermark_key, first.partitions), *map(stable_offset_key, first.partitions)]
+    else:
+        keys = [high_watermark_key(tp) for tp in first.partitions]
     timeout_s = request.max_wait_ms / 1000 + LONG_POLL_TICK_S
-    await ctx.services.replicas.delayed.wait(first.partitions, enough, timeout_s)
-    # The follower's position was recorded when the request arrived; recording it again now would
-    # date it up to max_wait_ms later, long enough to take a replica that has meanwhile left (a
-    # controlled shutdown) back into the ISR.
-    final = _read(ctx, request, record_follower=False, quota_max=quota_max)
-    _count(ctx, request, final)
-    return _throttled(ctx, final, quota_max)
+    ctx.services.replicas.delayed.park(keys, enough, timeout_s, answer)
+    return fut
 
 
 FIRST_V2_FETCH_VERSION = 4
@@ -175,29 +217,50 @@ def _visible_end(partition, is_follower: bool, read_committed: bool = False) -> 
     return partition.last_stable_offset if read_committed else partition.high_watermark
 
 
-def _available(ctx: RequestContext, request: FetchRequest) -> int:
+Watched = list[tuple[TopicPartition, int, int]]
+"""A parked fetch's partitions, fetch offsets and partition byte limits."""
+
+
+def _available(
+    ctx: RequestContext, watched: Watched, is_follower: bool, committed: bool, replica_id: int
+) -> int:
     """Bytes a re-read would return now (without side effects)."""
     replicas = ctx.services.replicas
-    is_follower = request.replica_id >= 0
-    committed = _read_committed(ctx, request)
     total = 0
-    for t in request.topics:
-        name = _topic_name(ctx, t)
-        if name is None:
-            return 1 << 30  # answer now: UNKNOWN_TOPIC_ID
-        for p in t.partitions:
-            part = replicas.get_partition(TopicPartition(name, p.partition))
-            if part is None or not part.is_leader:
-                return 1 << 30  # answer now: the client must learn about the error
-            end = _visible_end(part, is_follower, committed)
-            if is_follower and _held_back(ctx, part, request.replica_id, replicas.now_ms()):
-                continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
-            if p.fetch_offset < end:
-                try:
-                    total += part.log.read(p.fetch_offset, p.partition_max_bytes, max_offset=end).size
-                except OffsetOutOfRangeError:
-                    return 1 << 30
+    for tp, fetch_offset, max_bytes in watched:
+        part = replicas.get_partition(tp)
+        if part is None or not part.is_leader:
+            return 1 << 30  # answer now: the client must learn about the error
+        end = _visible_end(part, is_follower, committed)
+        if is_follower and _held_back(ctx, part, replica_id, replicas.now_ms()):
+            continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
+        if fetch_offset < end:
+            try:
+                total += part.log.read(fetch_offset, max_bytes, max_offset=end).size
+            except OffsetOutOfRangeError:
+                return 1 << 30
     return total
+
+
+def _anything_new(
+    ctx: RequestContext, watched: Watched, is_follower: bool, committed: bool, replica_id: int
+) -> bool:
+    """`min_bytes` <= 1: whether a re-read would return anything (or an error), by offsets alone,
+    without reading the log (Kafka's DelayedFetch compares positions too): this runs for every
+    parked fetch of a partition on each append or high-watermark move."""
+    replicas = ctx.services.replicas
+    for tp, fetch_offset, _max_bytes in watched:
+        part = replicas.get_partition(tp)
+        if part is None or not part.is_leader:
+            return True  # answer now: the client must learn about the error
+        if fetch_offset < _visible_end(part, is_follower, committed):
+            if is_follower and _held_back(ctx, part, replica_id, replicas.now_ms()):
+                continue  # Kafka's DelayedFetch: throttled bytes do not complete the wait
+            return True
+        log_ = part.log
+        if fetch_offset > log_.log_end_offset or fetch_offset < log_.log_start_offset:
+            return True  # answer now: OFFSET_OUT_OF_RANGE
+    return False
 
 
 def _replication_throttled(ctx: RequestContext, tp: TopicPartition) -> bool:

@@ -21,14 +21,20 @@ straight to the log.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
-from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordError, validate_batches
+from zkafka.records.batch import (
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    CorruptRecordError,
+    InvalidRecordError,
+    validate_batches,
+)
 from zkafka.records.compression import ZSTD
 from zkafka.records.legacy import decode_message_set, is_legacy_message_set, to_records, wrapper_codec
 from zkafka.records.record import build_batch, iter_records
@@ -85,7 +91,7 @@ def handle(
             tp = TopicPartition(t.name, pd.index)
             out = Resp.PartitionProduceResponse(index=pd.index, base_offset=-1)
             results[tp] = out
-            with _partition_errors(ctx, tp, out):
+            try:
                 if acks not in _ACKS:
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
                 if is_internal_topic(t.name):
@@ -101,6 +107,8 @@ def handle(
                 required = _append(ctx, partition, batches, headers, acks, out)
                 if required is not None:
                     waiting[tp] = required
+            except Exception as e:
+                _partition_failed(ctx, tp, out, e)
     throttle = _produce_quota(ctx, request)
     if verifying:
         return _verify_then_append(ctx, request, results, waiting, verifying, throttle)
@@ -122,23 +130,21 @@ def _respond(
     return _await_replication(ctx, results, waiting, request.timeout_ms, throttle)
 
 
-@contextmanager
-def _partition_errors(
-    ctx: RequestContext, tp: TopicPartition, out: Resp.PartitionProduceResponse
-) -> Iterator[None]:
-    """A partition's failure becomes its answer (and its error metric); the others go on."""
-    try:
-        yield
-    except RejectedRecordsError as e:
+def _partition_failed(
+    ctx: RequestContext, tp: TopicPartition, out: Resp.PartitionProduceResponse, e: Exception
+) -> None:
+    """A partition's failure becomes its answer (and its error metric); the others go on. (A plain
+    function called from an `except`, not a context manager: this is every produce request's path.)"""
+    if isinstance(e, RejectedRecordsError):
         out.error_code, out.error_message = e.code, e.message
         out.record_errors = [
             Resp.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
             for i, m in e.record_errors
         ]
-    except KafkaError as e:
+    elif isinstance(e, KafkaError):
         out.error_code, out.error_message = e.code, e.message
-    except Exception:
-        log.exception("produce to %s failed", tp)
+    else:
+        log.error("produce to %s failed", tp, exc_info=e)
         out.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
     if out.error_code and ctx.services.metrics is not None:
         ctx.services.metrics.partition_error("Produce", tp.topic, out.error_code, produce=True)
@@ -158,9 +164,11 @@ def _needs_verification(
     """The partition's pending verification when its transactional batch would open a transaction
     here; None when it may be appended now (not transactional, verification off, or the producer's
     transaction is already open here at this epoch: the per-partition cache, free)."""
-    first = next((h for h in headers if h.is_transactional), None)
-    if first is None:
-        return None
+    for first in headers:
+        if first.attributes & TRANSACTIONAL_MASK:
+            break
+    else:
+        return None  # not transactional: every plain produce request leaves here
     service = ctx.services.transactions
     if service is None or service.verifier is None:
         return None
@@ -205,30 +213,29 @@ async def _verify_then_append(
     replicas = ctx.services.replicas
     for v in verifying:
         psm = v.partition.producer_state
-        with _partition_errors(ctx, v.tp, v.out):
-            try:
-                partition = replicas.leader_partition(v.tp)
-                error = answers.get(v.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
-                if error != ErrorCode.NONE:
-                    message = (
-                        "the partition is not in the transaction"
-                        if error == ErrorCode.INVALID_TXN_STATE
-                        else None
-                    )
-                    raise KafkaError(error, message or f"transaction verification failed: {error.name}")
-                if partition is not v.partition or partition.leader_epoch != v.leader_epoch:
-                    raise KafkaError(
-                        ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership changed during verification"
-                    )
-                pid, epoch = v.producer
-                if not (psm.is_verified(pid, epoch, v.guard) or psm.has_ongoing_txn(pid, epoch)):
-                    # a marker landed while the coordinator was asked: that transaction is over
-                    raise KafkaError(ErrorCode.INVALID_TXN_STATE, "the transaction ended during verification")
-                required = _append(ctx, partition, v.batches, v.headers, request.acks, v.out)
-                if required is not None:
-                    waiting[v.tp] = required
-            finally:
-                psm.end_verification(v.producer[0], v.guard)
+        try:
+            partition = replicas.leader_partition(v.tp)
+            error = answers.get(v.tp, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if error != ErrorCode.NONE:
+                message = (
+                    "the partition is not in the transaction"
+                    if error == ErrorCode.INVALID_TXN_STATE
+                    else None
+                )
+                raise KafkaError(error, message or f"transaction verification failed: {error.name}")
+            if partition is not v.partition or partition.leader_epoch != v.leader_epoch:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "leadership changed during verification")
+            pid, epoch = v.producer
+            if not (psm.is_verified(pid, epoch, v.guard) or psm.has_ongoing_txn(pid, epoch)):
+                # a marker landed while the coordinator was asked: that transaction is over
+                raise KafkaError(ErrorCode.INVALID_TXN_STATE, "the transaction ended during verification")
+            required = _append(ctx, partition, v.batches, v.headers, request.acks, v.out)
+            if required is not None:
+                waiting[v.tp] = required
+        except Exception as e:
+            _partition_failed(ctx, v.tp, v.out, e)
+        finally:
+            psm.end_verification(v.producer[0], v.guard)
     response = _respond(ctx, results, waiting, request, throttle)
     if isinstance(response, (Resp, _NoResponse)):
         return response
@@ -365,20 +372,31 @@ def _check_records(batches: object, headers: list[BatchHeader], config: LogConfi
         )
 
 
-async def _await_replication(
+def _await_replication(
     ctx: RequestContext,
     results: dict[TopicPartition, Resp.PartitionProduceResponse],
     waiting: dict[TopicPartition, tuple[int, int]],
     timeout_ms: int,
     throttle_ms: int,
-) -> Resp:
-    errors = await ctx.services.replicas.wait_for_replication(waiting, timeout_ms / 1000)
-    metrics = ctx.services.metrics
-    for tp, error in errors.items():
-        results[tp].error_code = error
-        if error and metrics is not None:
-            metrics.partition_error("Produce", tp.topic, error, produce=True)
-    return _response(results, throttle_ms)
+) -> asyncio.Future[Resp]:
+    """The response once the ISR has the appended batches: a future completed from inside the
+    high-watermark move that reaches them (no task per request: every acks=all produce takes this)."""
+    fut: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
+
+    def replicated(errors: dict[TopicPartition, ErrorCode]) -> None:
+        if fut.done():  # the connection went away meanwhile
+            return
+        metrics = ctx.services.metrics
+        for tp, error in errors.items():
+            results[tp].error_code = error
+            if error and metrics is not None:
+                metrics.partition_error("Produce", tp.topic, error, produce=True)
+        fut.set_result(_response(results, throttle_ms))
+
+    # A request whose connection closes stays parked until its offsets are replicated (moments,
+    # normally) or it times out: forgetting it at once would cost every request a callback.
+    ctx.services.replicas.when_replicated(waiting, timeout_ms / 1000, replicated)
+    return fut
 
 
 def _response(results: dict[TopicPartition, Resp.PartitionProduceResponse], throttle_ms: int = 0) -> Resp:
