@@ -22,16 +22,19 @@ Sessions are not tied to a connection (a client reconnecting keeps its session),
 unlike Kafka, a session answers only the principal and replica id that created it (anyone else
 is told FETCH_SESSION_ID_NOT_FOUND), so a guessed id cannot read or close someone else's session.
 
-Nothing here reads logs or the wire format: `zkafka.server.apis.fetch_session_layer` applies the
-sessions to Fetch requests and responses.
+Nothing here reads logs or the wire format: `new_context` says what a fetch is (an error, a
+sessionless, full or incremental fetch), and `zkafka.server.apis.fetch_session_layer` applies
+that to Fetch requests and responses.
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from zkafka.protocol import ErrorCode
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -55,6 +58,18 @@ def is_full(epoch: int) -> bool:
     return epoch in (INITIAL_EPOCH, FINAL_EPOCH)
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a read answered for one partition, as far as the session rules look at it."""
+
+    has_records: bool
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    preferred_read_replica: int = -1
+    error_code: int = 0
+
+
 @dataclass(slots=True)
 class CachedPartition:
     """One partition of a session: what the fetcher last asked (`request`, the protocol's
@@ -65,28 +80,14 @@ class CachedPartition:
     last_stable_offset: int = -1
     log_start_offset: int = -1
 
-    def must_respond(
-        self,
-        *,
-        has_records: bool,
-        high_watermark: int,
-        last_stable_offset: int,
-        log_start_offset: int,
-        preferred_read_replica: int,
-        error_code: int,
-    ) -> bool:
+    def must_respond(self, answer: Answer) -> bool:
         """Whether an incremental answer must list this partition; records what it answers."""
-        respond = has_records or preferred_read_replica >= 0
-        if (high_watermark, last_stable_offset, log_start_offset) != (
-            self.high_watermark,
-            self.last_stable_offset,
-            self.log_start_offset,
-        ):
+        respond = answer.has_records or answer.preferred_read_replica >= 0
+        offsets = (answer.high_watermark, answer.last_stable_offset, answer.log_start_offset)
+        if offsets != (self.high_watermark, self.last_stable_offset, self.log_start_offset):
             respond = True
-            self.high_watermark = high_watermark
-            self.last_stable_offset = last_stable_offset
-            self.log_start_offset = log_start_offset
-        if error_code:
+            self.high_watermark, self.last_stable_offset, self.log_start_offset = offsets
+        if answer.error_code:
             # answered again once the error is gone: the next high watermark differs from -1
             self.high_watermark = -1
             respond = True
@@ -227,3 +228,119 @@ class FetchSessionCache:
     def _evict(self, session: FetchSession) -> None:
         self.remove(session)
         self.evictions += 1
+
+
+# -- a fetch's context (Kafka's FetchManager.newContext and its FetchContexts) ----------------------
+@dataclass(frozen=True, slots=True)
+class SessionError:
+    """Answer the fetch with this top-level error, session id 0 and no partitions; read nothing."""
+
+    error_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sessionless:
+    """Read what the request lists; answer everything, session id 0."""
+
+
+@dataclass(slots=True)
+class FullFetch:
+    """Read `parts` (the request's partitions, once each); answer everything, and cache them as
+    a new session if there is room (`create_session`)."""
+
+    cache: FetchSessionCache
+    parts: dict[PartitionKey, object]
+    privileged: bool
+    owner: Owner
+    uses_topic_ids: bool
+
+    def create_session(self, now_ms: int, answers: Mapping[PartitionKey, Answer]) -> int:
+        def cached() -> dict[PartitionKey, CachedPartition]:
+            out = {}
+            for key, request in self.parts.items():
+                entry = out[key] = CachedPartition(request)
+                answer = answers.get(key)
+                if answer is not None:
+                    entry.must_respond(answer)
+            return out
+
+        return self.cache.maybe_create(
+            now_ms,
+            privileged=self.privileged,
+            owner=self.owner,
+            uses_topic_ids=self.uses_topic_ids,
+            size=len(self.parts),
+            partitions=cached,
+        )
+
+
+@dataclass(slots=True)
+class IncrementalFetch:
+    """Read every partition of `session` (`parts`); answer only what `select` keeps."""
+
+    session: FetchSession
+    expected_epoch: int
+
+    @property
+    def parts(self) -> dict[PartitionKey, object]:
+        return {key: cached.request for key, cached in self.session.partitions.items()}
+
+    def select(self, answers: Iterable[tuple[PartitionKey, Answer]]) -> set[PartitionKey] | None:
+        """The partitions to answer (a partition the session does not hold always is); None when
+        another fetch of the session came in meanwhile (INVALID_FETCH_SESSION_EPOCH)."""
+        session = self.session
+        if session.epoch != self.expected_epoch:
+            return None
+        kept: set[PartitionKey] = set()
+        moved = []
+        for key, answer in answers:
+            cached = session.partitions.get(key)
+            if cached is None or cached.must_respond(answer):
+                kept.add(key)
+                if answer.has_records:
+                    moved.append(key)
+        for key in moved:
+            session.moved_to_end(key)
+        return kept
+
+
+FetchContext = SessionError | Sessionless | FullFetch | IncrementalFetch
+
+
+def new_context(
+    cache: FetchSessionCache,
+    *,
+    session_id: int,
+    epoch: int,
+    owner: Owner,
+    uses_topic_ids: bool,
+    requested: Callable[[], dict[PartitionKey, object]],
+    forgotten: Callable[[], list[PartitionKey]],
+    now_ms: int,
+) -> FetchContext:
+    """What a fetch with these session fields is (Kafka's FetchManager.newContext). `requested`
+    are the request's partitions by key (a partition listed twice: the last), `forgotten` its
+    forgotten partitions; both are only built when needed."""
+    privileged = owner[1] >= 0
+    if is_full(epoch):
+        if session_id != INVALID_SESSION_ID:
+            closed = cache.get(session_id, owner)
+            if closed is not None:  # any session a full fetch names is closed
+                cache.remove(closed)
+        if epoch == FINAL_EPOCH:
+            return Sessionless()
+        return FullFetch(cache, requested(), privileged, owner, uses_topic_ids)
+    session = cache.get(session_id, owner)
+    if session is None:
+        return SessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+    if session.epoch != epoch:
+        return SessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    if session.uses_topic_ids != uses_topic_ids:
+        return SessionError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
+    session.update(requested(), forgotten())
+    if not session.partitions:
+        cache.remove(session)  # nothing left to fetch: the session ends, answered sessionless
+        return Sessionless()
+    cache.touch(session, now_ms)
+    session.epoch = next_epoch(session.epoch)
+    return IncrementalFetch(session, session.epoch)

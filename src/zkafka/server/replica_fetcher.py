@@ -16,10 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.fetch_session import (
+    FINAL_EPOCH,
+    FIRST_SESSION_VERSION,
+    INVALID_SESSION_ID,
+    FetchSessionHandler,
+)
 from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.metrics.broker import TopicMetrics
@@ -75,6 +82,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, _FetchState] = {}
         self._wakeup = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        self._session = FetchSessionHandler()
         self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{leader_id}-{index}")
 
     def add(self, tp: TopicPartition) -> None:
@@ -199,7 +207,7 @@ class ReplicaFetcher:
     # -- fetching ---------------------------------------------------------------------------------
     async def _fetch_once(self, conn: BrokerConnection) -> None:
         cfg = self.local.config
-        by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        wanted: dict[TopicPartition, FetchRequest.FetchPartition] = {}
         throttle = self.local.throttle
         now_ms = time.monotonic_ns() // 1_000_000
         over = throttle is not None and throttle.active and throttle.is_exceeded(now_ms)
@@ -212,31 +220,50 @@ class ReplicaFetcher:
             if over and _throttled(throttle, tp) and self.local.broker_id not in p.isr:
                 held_back = True
                 continue
-            by_topic.setdefault(tp.topic, []).append(
-                FetchRequest.FetchPartition(
-                    partition=tp.partition,
-                    current_leader_epoch=p.leader_epoch,
-                    fetch_offset=p.log.log_end_offset,
-                    log_start_offset=p.log.log_start_offset,
-                    partition_max_bytes=cfg.replica_fetch_max_bytes,
-                )
+            wanted[tp] = FetchRequest.FetchPartition(
+                partition=tp.partition,
+                current_leader_epoch=p.leader_epoch,
+                fetch_offset=p.log.log_end_offset,
+                log_start_offset=p.log.log_start_offset,
+                partition_max_bytes=cfg.replica_fetch_max_bytes,
             )
-        if not by_topic:
+        if not wanted:
             if held_back:  # everything is throttled: wait, as Kafka's fetcher backs off
                 await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
             return
+        version = min(11, conn.pick_version(FetchRequest.API_KEY))
+        # KIP-227: after a full fetch, only what changed is sent (a partition's fetch offset moves
+        # when data came); the leader reads the rest from its session and answers what is new
+        plan = self._session.build(wanted) if version >= FIRST_SESSION_VERSION else None
+        to_send = wanted if plan is None else plan.to_send
         req = FetchRequest(
             replica_id=self.local.broker_id,
             max_wait_ms=cfg.replica_fetch_wait_max_ms,
             min_bytes=cfg.replica_fetch_min_bytes,
             max_bytes=cfg.replica_fetch_response_max_bytes,
-            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            session_id=INVALID_SESSION_ID if plan is None else plan.session_id,
+            session_epoch=FINAL_EPOCH if plan is None else plan.epoch,
+            topics=_by_topic(to_send, FetchRequest.FetchTopic),
+            forgotten_topics_data=[
+                FetchRequest.ForgottenTopic(topic=t, partitions=[p.partition for p in ps])
+                for t, ps in _grouped(plan.to_forget if plan is not None else []).items()
+            ],
         )
-        resp = await conn.send(
-            req,
-            version=min(11, conn.pick_version(req.API_KEY)),
-            timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
-        )
+        try:
+            resp = await conn.send(
+                req,
+                version=version,
+                timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
+            )
+        except BaseException:
+            self._session.handle_error()
+            raise
+        if plan is not None:
+            answered = [
+                TopicPartition(t.topic, r.partition_index) for t in resp.responses for r in t.partitions
+            ]
+            if not self._session.handle_response(plan, resp.error_code, resp.session_id, answered):
+                return
         for t in resp.responses:
             for r in t.partitions:
                 tp = TopicPartition(t.topic, r.partition_index)
@@ -326,6 +353,21 @@ class ReplicaFetcher:
         if r.error_code != ErrorCode.NONE:
             raise ConnectionError(f"ListOffsets for {p.tp}: error {r.error_code}")
         return r.offset
+
+
+def _grouped(partitions: Iterable[TopicPartition]) -> dict[str, list[TopicPartition]]:
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp)
+    return by_topic
+
+
+def _by_topic(parts: dict[TopicPartition, Any], topic_cls: Any) -> list[Any]:
+    """Fetch topics of `parts`, grouped by topic in first-seen order."""
+    by_topic: dict[str, list[Any]] = {}
+    for tp, p in parts.items():
+        by_topic.setdefault(tp.topic, []).append(p)
+    return [topic_cls(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 def _throttled(throttle: ReplicationQuota | None, tp: TopicPartition) -> bool:

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Iterator, Mapping
 from typing import Any
 
 from zkafka.protocol import ApiKey, ErrorCode
@@ -27,12 +26,14 @@ from zkafka.server.dispatcher import Handler, RequestContext
 from zkafka.server.fetch_sessions import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,
-    CachedPartition,
-    FetchSession,
-    FetchSessionCache,
+    Answer,
+    FetchContext,
+    FullFetch,
+    IncrementalFetch,
     PartitionKey,
-    is_full,
-    next_epoch,
+    SessionError,
+    Sessionless,
+    new_context,
 )
 
 log = logging.getLogger(__name__)
@@ -59,17 +60,28 @@ def serve(ctx: RequestContext, request: FetchRequest, inner: Handler) -> Any:
         return inner(ctx, request)
     if request.session_id == INVALID_SESSION_ID and request.session_epoch == FINAL_EPOCH:
         return inner(ctx, request)  # sessionless: the common case of third-party clients
-    context = _new_context(ctx, cache, request)
-    if isinstance(context, ErrorCode):
-        return Resp(error_code=context, session_id=INVALID_SESSION_ID, responses=[])
-    response = inner(ctx, context.request)
+    context = new_context(
+        cache,
+        session_id=request.session_id,
+        epoch=request.session_epoch,
+        owner=(ctx.principal, request.replica_id),
+        uses_topic_ids=ctx.api_version >= FIRST_TOPIC_ID_VERSION,
+        requested=lambda: _requested(ctx, request),
+        forgotten=lambda: _forgotten(ctx, request),
+        now_ms=ctx.services.replicas.now_ms(),
+    )
+    if isinstance(context, SessionError):
+        return Resp(error_code=context.error_code, session_id=INVALID_SESSION_ID, responses=[])
+    # a full fetch reads its partitions once each, an incremental one every partition of the session
+    read = request if isinstance(context, Sessionless) else _request_for(ctx, request, context.parts)
+    response = inner(ctx, read)
     if inspect.isawaitable(response):
-        return _respond_later(response, context)
-    return context.respond(response)
+        return _respond_later(ctx, context, response)
+    return _respond(ctx, context, response)
 
 
-async def _respond_later(response: Awaitable[Resp], context: _Context) -> Resp:
-    return context.respond(await response)
+async def _respond_later(ctx: RequestContext, context: FetchContext, response: Awaitable[Resp]) -> Resp:
+    return _respond(ctx, context, await response)
 
 
 def _key(ctx: RequestContext, topic: Any) -> str | Any:
@@ -126,139 +138,43 @@ def _has_records(records: object) -> bool:
     return len(records) > 0  # type: ignore[arg-type]
 
 
-class _Context:
-    request: FetchRequest
+def _answers(ctx: RequestContext, response: Resp) -> Iterator[tuple[PartitionKey, Answer]]:
+    for t in response.responses:
+        topic = _key(ctx, t)
+        for p in t.partitions:
+            answer = Answer(
+                has_records=_has_records(p.records),
+                high_watermark=p.high_watermark,
+                last_stable_offset=p.last_stable_offset,
+                log_start_offset=p.log_start_offset,
+                preferred_read_replica=p.preferred_read_replica,
+                error_code=p.error_code,
+            )
+            yield (topic, p.partition_index), answer
 
-    def respond(self, response: Resp) -> Resp:
-        raise NotImplementedError
 
-
-@dataclass(slots=True)
-class _Sessionless(_Context):
-    request: FetchRequest
-
-    def respond(self, response: Resp) -> Resp:
+def _respond(ctx: RequestContext, context: FetchContext, response: Resp) -> Resp:
+    if isinstance(context, Sessionless):
         response.session_id = INVALID_SESSION_ID
-        return response
-
-
-@dataclass(slots=True)
-class _Full(_Context):
-    """A full fetch (epoch 0): read what it asks; cache it as a new session if there is room."""
-
-    ctx: RequestContext
-    cache: FetchSessionCache
-    request: FetchRequest
-    parts: dict[PartitionKey, Any]
-
-    def respond(self, response: Resp) -> Resp:
-        answered = {
-            (_key(self.ctx, t), p.partition_index): p for t in response.responses for p in t.partitions
-        }
-
-        def cached() -> dict[PartitionKey, CachedPartition]:
-            out = {}
-            for key, req in self.parts.items():
-                entry = out[key] = CachedPartition(req)
-                r = answered.get(key)
-                if r is not None:
-                    entry.must_respond(
-                        has_records=False,
-                        high_watermark=r.high_watermark,
-                        last_stable_offset=r.last_stable_offset,
-                        log_start_offset=r.log_start_offset,
-                        preferred_read_replica=r.preferred_read_replica,
-                        error_code=r.error_code,
-                    )
-            return out
-
-        ctx = self.ctx
-        response.session_id = self.cache.maybe_create(
-            ctx.services.replicas.now_ms(),
-            privileged=self.request.replica_id >= 0,
-            owner=(ctx.principal, self.request.replica_id),
-            uses_topic_ids=ctx.api_version >= FIRST_TOPIC_ID_VERSION,
-            size=len(self.parts),
-            partitions=cached,
-        )
-        return response
-
-
-@dataclass(slots=True)
-class _Incremental(_Context):
-    """An incremental fetch: every partition of the session was read; answer what changed."""
-
-    ctx: RequestContext
-    session: FetchSession
-    request: FetchRequest
-    expected_epoch: int
-
-    def respond(self, response: Resp) -> Resp:
-        session = self.session
-        if session.epoch != self.expected_epoch:
-            # another fetch of the session came in while this one was parked: a duplicate
+    elif isinstance(context, FullFetch):
+        now = ctx.services.replicas.now_ms()
+        response.session_id = context.create_session(now, dict(_answers(ctx, response)))
+    elif isinstance(context, IncrementalFetch):
+        session_id = context.session.id
+        kept = context.select(_answers(ctx, response))
+        if kept is None:  # another fetch of the session came in while this one was parked
             return Resp(
                 throttle_time_ms=response.throttle_time_ms,
                 error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-                session_id=session.id,
+                session_id=session_id,
                 responses=[],
             )
-        kept_topics = []
-        moved: list[PartitionKey] = []
+        topics = []
         for t in response.responses:
-            topic = _key(self.ctx, t)
-            kept = []
-            for p in t.partitions:
-                key = (topic, p.partition_index)
-                cached = session.partitions.get(key)
-                records = _has_records(p.records)
-                if cached is None or cached.must_respond(
-                    has_records=records,
-                    high_watermark=p.high_watermark,
-                    last_stable_offset=p.last_stable_offset,
-                    log_start_offset=p.log_start_offset,
-                    preferred_read_replica=p.preferred_read_replica,
-                    error_code=p.error_code,
-                ):
-                    kept.append(p)
-                    if records:
-                        moved.append(key)
-            if kept:
-                t.partitions = kept
-                kept_topics.append(t)
-        for key in moved:
-            session.moved_to_end(key)
-        response.responses = kept_topics
-        response.session_id = session.id
-        return response
-
-
-def _new_context(
-    ctx: RequestContext, cache: FetchSessionCache, request: FetchRequest
-) -> _Context | ErrorCode:
-    """Kafka's FetchManager.newContext."""
-    owner = (ctx.principal, request.replica_id)
-    if is_full(request.session_epoch):
-        if request.session_id != INVALID_SESSION_ID:
-            closed = cache.get(request.session_id, owner)
-            if closed is not None:  # any session a full fetch names is closed
-                cache.remove(closed)
-        if request.session_epoch == FINAL_EPOCH:
-            return _Sessionless(request)
-        parts = _requested(ctx, request)
-        return _Full(ctx, cache, _request_for(ctx, request, parts), parts)
-    session = cache.get(request.session_id, owner)
-    if session is None:
-        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    if session.epoch != request.session_epoch:
-        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    if session.uses_topic_ids != (ctx.api_version >= FIRST_TOPIC_ID_VERSION):
-        return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
-    session.update(_requested(ctx, request), _forgotten(ctx, request))
-    if not session.partitions:
-        cache.remove(session)  # nothing left to fetch: the session ends, answered sessionless
-        return _Sessionless(request)
-    cache.touch(session, ctx.services.replicas.now_ms())
-    session.epoch = next_epoch(session.epoch)
-    parts = {key: cached.request for key, cached in session.partitions.items()}
-    return _Incremental(ctx, session, _request_for(ctx, request, parts), session.epoch)
+            topic = _key(ctx, t)
+            t.partitions = [p for p in t.partitions if (topic, p.partition_index) in kept]
+            if t.partitions:
+                topics.append(t)
+        response.responses = topics
+        response.session_id = session_id
+    return response
