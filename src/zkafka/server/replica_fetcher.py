@@ -9,6 +9,11 @@ id (the leader learns our log end offset from it and advances the high watermark
 leader's batches verbatim (offsets and epochs kept), and takes over the leader's high watermark
 and log start offset. OFFSET_OUT_OF_RANGE means the leader's log is shorter (truncate to its end)
 or starts later (start over at its log start).
+
+Each fetcher keeps an incremental fetch session (KIP-227) with its leader: after the first, full
+fetch a request lists only the partitions whose fetch offset, log start or leader epoch changed
+(a partition fetches from a new offset once data came), and the leader answers only what has
+something new; at tens of thousands of idle replicas a round trip no longer carries them all.
 """
 
 from __future__ import annotations
@@ -114,6 +119,8 @@ class ReplicaFetcher:
                 raise
             except Exception as e:
                 log.info("fetcher %d-%d: %s; retrying in %.1fs", self.leader_id, self.index, e, backoff)
+                # an answer lost or half handled: the next fetch is full (and closes the session)
+                self._session.handle_error()
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
@@ -249,15 +256,11 @@ class ReplicaFetcher:
                 for t, ps in _grouped(plan.to_forget if plan is not None else []).items()
             ],
         )
-        try:
-            resp = await conn.send(
-                req,
-                version=version,
-                timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
-            )
-        except BaseException:
-            self._session.handle_error()
-            raise
+        resp = await conn.send(
+            req,
+            version=version,
+            timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
+        )
         if plan is not None:
             answered = [
                 TopicPartition(t.topic, r.partition_index) for t in resp.responses for r in t.partitions
