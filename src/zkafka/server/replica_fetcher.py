@@ -267,6 +267,7 @@ class ReplicaFetcher:
             ]
             if not self._session.handle_response(plan, resp.error_code, resp.session_id, answered):
                 return
+        backoff = False
         for t in resp.responses:
             for r in t.partitions:
                 tp = TopicPartition(t.topic, r.partition_index)
@@ -274,13 +275,17 @@ class ReplicaFetcher:
                 if p is not None:
                     if _throttled(throttle, tp):
                         throttle.record(len(r.records or b""), time.monotonic_ns() // 1_000_000)
-                    await self._handle(conn, p, r)
+                    backoff |= await self._handle(conn, p, r)
+        if backoff:  # once per round, not per partition: thousands may answer it at once
+            await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
 
-    async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> None:
+    async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> bool:
+        """Apply one partition's answer; True when the leader is not (yet) ready for it: the round
+        ends with a back-off."""
         tp = p.tp
         if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(conn, p)
-            return
+            return False
         if r.error_code in (
             ErrorCode.FENCED_LEADER_EPOCH,
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -288,11 +293,10 @@ class ReplicaFetcher:
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ):
             # the leader moved on or has not caught up with the controller: wait for LeaderAndIsr
-            await asyncio.sleep(self.local.config.replica_fetch_backoff_ms / 1000)
-            return
+            return True
         if r.error_code != ErrorCode.NONE:
             log.info("%s: fetch error %d from leader %d", tp, r.error_code, self.leader_id)
-            return
+            return False
         records = r.records
         if records is not None and len(records):
             data = bytearray(records)
@@ -317,10 +321,11 @@ class ReplicaFetcher:
                     log.error("%s: cannot append the leader's data: %s", tp, e)
                     if isinstance(e, LogDirIOError):
                         self.local.replicas.log_dir_failed(e)
-                    return
+                    return False
         p.update_follower_high_watermark(r.high_watermark)
         if r.log_start_offset > p.log.log_start_offset:
             p.log.increment_log_start_offset(min(r.log_start_offset, p.high_watermark))
+        return False
 
     async def _handle_out_of_range(self, conn: BrokerConnection, p: Partition) -> None:
         latest = await self._leader_offset(conn, p, -1)
