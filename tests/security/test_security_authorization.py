@@ -469,3 +469,75 @@ def test_console_sign_in_acts_as_each_user(secured: SecureCluster) -> None:
         assert r.status_code == 303 and r.headers["location"] == "/"  # never off to another site
         r = client.get("/acls")
         assert r.status_code == 200 and "User:heidi" in r.text, r.text[-500:]
+
+
+def test_fetch_sessions_are_authorized_on_every_fetch_and_answer_only_their_owner(
+    secured: SecureCluster,
+) -> None:
+    """KIP-227 sessions under the authorizer: every partition a session caches is authorized again
+    on each incremental fetch (an ACL removed mid-session is felt at once, as in Kafka), and a
+    session is found only by the principal that opened it."""
+    import asyncio
+
+    from zkafka.client.connection import BrokerConnection
+    from zkafka.client.security import ClientSecurity
+    from zkafka.protocol import ErrorCode
+    from zkafka.protocol.messages import FetchRequest
+
+    topic = "sessioned"
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{secured.plaintext}"})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    grant = ["--allow-principal", "User:alice", "--operation", "Read", "--topic", topic]
+    acls(secured, "--add", *grant)
+
+    def fetch(session_id: int, epoch: int, partitions: list[int]) -> FetchRequest:
+        parts = [
+            FetchRequest.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1024)
+            for p in partitions
+        ]
+        topics = [FetchRequest.FetchTopic(topic=topic, partitions=parts)] if parts else []
+        return FetchRequest(
+            max_wait_ms=0, min_bytes=0, session_id=session_id, session_epoch=epoch, topics=topics
+        )
+
+    def errors(response: object) -> list[int]:
+        return [p.error_code for t in response.responses for p in t.partitions]  # type: ignore[attr-defined]
+
+    async def run() -> None:
+        security = ClientSecurity.from_config(
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": ALICE,
+                "sasl.password": ALICE_PASSWORD,
+            }
+        )
+        conn = await BrokerConnection.open("127.0.0.1", secured.sasl_plaintext, security=security)
+        anonymous = await BrokerConnection.open("127.0.0.1", secured.plaintext)
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # the grant reaches the broker's ACL cache through a change notification
+                full = await conn.send(fetch(0, 0, [0]), version=12)
+                if errors(full) == [0] or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert errors(full) == [0] and full.session_id > 0
+            sid, epoch = full.session_id, 1
+            # another principal (a super user, even) does not find alice's session
+            theirs = await anonymous.send(fetch(sid, epoch, []), version=12)
+            assert theirs.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+            acls(secured, "--remove", "--force", *grant)
+            deadline = time.monotonic() + 30
+            while True:  # the request lists nothing: the cached partition is what gets denied
+                inc = await conn.send(fetch(sid, epoch, []), version=12)
+                assert inc.error_code == 0 and inc.session_id == sid
+                epoch += 1
+                if errors(inc) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED] or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+            assert errors(inc) == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        finally:
+            conn.close()
+            anonymous.close()
+
+    asyncio.run(run())

@@ -324,6 +324,10 @@ class BrokerConfig:
                                                  "bytes a follower fetches in total", at_least(0))
     replica_fetch_backoff_ms: int = _key("replica.fetch.backoff.ms", INT, 1000,
                                          "pause after a failed follower fetch", at_least(0))
+    max_incremental_fetch_session_cache_slots: int = _key(
+        "max.incremental.fetch.session.cache.slots", INT, 1000,
+        "incremental fetch sessions (KIP-227) the broker caches; 0 answers every fetch sessionless",
+        at_least(0))
     replica_socket_timeout_ms: int = _key("replica.socket.timeout.ms", INT, 30000,
                                           "socket timeout of follower fetches")
     replica_socket_receive_buffer_bytes: int = _key("replica.socket.receive.buffer.bytes", INT, 65536,

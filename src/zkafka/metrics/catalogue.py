@@ -53,6 +53,7 @@ GTP = ("consumergroup", "topic", "partition")
 BTM = "kafka_server_brokertopicmetrics_"
 RM = "kafka_network_requestmetrics_"
 RPM = "kafka_server_replicamanager_"
+FSC = "kafka_server_fetchsessioncache_"
 KC = "kafka_controller_kafkacontroller_"
 CS = "kafka_controller_controllerstats_"
 
@@ -102,6 +103,13 @@ CATALOGUE: tuple[MetricDef, ...] = tuple(
         _m(f"{RPM}isrshrinks_total", C, (), "Times a follower was removed from an ISR led here.",
          "rate above 0 that persists: replicas are flapping in and out of sync"),
         _m(f"{RPM}isrexpands_total", C, (), "Times a follower was added back to an ISR led here."),
+        _m(f"{FSC}numincrementalfetchsessions", G, (), "Incremental fetch sessions (KIP-227) cached here."),
+        _m(f"{FSC}numincrementalfetchpartitionscached", G, (),
+         "Partitions cached in this broker's incremental fetch sessions."),
+        _m(f"{FSC}incrementalfetchsessionevictions_total", C, (),
+         "Fetch sessions evicted to make room for new ones.",
+         "a steady rate: more fetchers than max.incremental.fetch.session.cache.slots, each falling "
+         "back to full fetches"),
     )
     + _group(
         "Controller",

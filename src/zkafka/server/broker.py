@@ -32,12 +32,14 @@ from zkafka.quotas.cache import QuotaConfigCache
 from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
+from zkafka.server.apis.fetch_session_layer import with_fetch_sessions
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
 from zkafka.server.broker_metrics import (
     BrokerMetrics,
     MetricsEndpoint,
     ZooKeeperMetrics,
     register_controller_metrics,
+    register_fetch_session_metrics,
     register_quota_metrics,
     register_replica_gauges,
 )
@@ -45,6 +47,7 @@ from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dynamic_config import DynamicBrokerConfig
+from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.isr import IsrManager
 from zkafka.server.lag_reporter import LagReporter
 from zkafka.server.listeners import Listeners
@@ -204,13 +207,14 @@ class Broker:
             quotas=quotas,
             leader_throttle=throttles.leader,
             metrics=metrics,
+            fetch_sessions=FetchSessionCache(cfg.max_incremental_fetch_session_cache_slots),
         )
         scram = None
         if needs_scram(cfg):
             scram = ScramCredentialCache(zk.client)
             await zk.run(lambda _client: scram.load())
         security = build_listener_security(cfg, scram)
-        handlers = guard_handlers(HANDLERS, authorizer)
+        handlers = with_fetch_sessions(guard_handlers(HANDLERS, authorizer))
         await self.listeners.start(self.services, handlers, security)
         if registry is not None:
             await self._start_metrics(registry)
@@ -230,6 +234,8 @@ class Broker:
         assert self.replicas is not None and self.controller is not None and self.zk is not None
         assert self.group_coordinator is not None
         register_replica_gauges(registry, self.replicas)
+        if self.services is not None and self.services.fetch_sessions is not None:
+            register_fetch_session_metrics(registry, self.services.fetch_sessions)
         self.controller.set_election_observer(register_controller_metrics(registry, self.controller))
         if self.services is not None and self.services.quotas is not None:
             register_quota_metrics(registry, self.services.quotas.throttle_totals)

@@ -31,6 +31,7 @@ from zkafka.metrics.process import register_process_metrics
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.api_keys import api_name
 from zkafka.server.client_quotas import ThrottleTotals
+from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.replica_manager import ReplicaManager
 from zkafka.zk.watch_bridge import SessionEvent, SessionState
 
@@ -183,6 +184,24 @@ def register_replica_gauges(registry: Registry, replicas: ReplicaManager) -> Non
     registry.register_group(
         ["kafka_log_log_size", "kafka_log_log_logstartoffset", "kafka_log_log_logendoffset"], logs
     )
+
+
+def register_fetch_session_metrics(registry: Registry, cache: FetchSessionCache) -> None:
+    """Kafka's FetchSessionCache metrics, read at scrape time."""
+    names = {
+        "sessions": "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+        "partitions": "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+        "evictions": "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total",
+    }
+
+    def samples() -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        return {
+            names["sessions"]: [((), len(cache))],
+            names["partitions"]: [((), cache.total_partitions)],
+            names["evictions"]: [((), cache.evictions)],
+        }
+
+    registry.register_group(names.values(), samples)
 
 
 class ControllerGauges(Protocol):

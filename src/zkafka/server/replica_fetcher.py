@@ -9,6 +9,11 @@ id (the leader learns our log end offset from it and advances the high watermark
 leader's batches verbatim (offsets and epochs kept), and takes over the leader's high watermark
 and log start offset. OFFSET_OUT_OF_RANGE means the leader's log is shorter (truncate to its end)
 or starts later (start over at its log start).
+
+Each fetcher keeps an incremental fetch session (KIP-227) with its leader: after the first, full
+fetch a request lists only the partitions whose fetch offset, log start or leader epoch changed
+(a partition fetches from a new offset once data came), and the leader answers only what has
+something new; at tens of thousands of idle replicas a round trip no longer carries them all.
 """
 
 from __future__ import annotations
@@ -16,10 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zkafka.client.connection import BrokerConnection
+from zkafka.client.fetch_session import (
+    FINAL_EPOCH,
+    FIRST_SESSION_VERSION,
+    INVALID_SESSION_ID,
+    FetchSessionHandler,
+)
 from zkafka.client.security import ClientSecurity
 from zkafka.config import BrokerConfig
 from zkafka.metrics.broker import TopicMetrics
@@ -75,6 +87,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, _FetchState] = {}
         self._wakeup = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        self._session = FetchSessionHandler()
         self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{leader_id}-{index}")
 
     def add(self, tp: TopicPartition) -> None:
@@ -106,6 +119,8 @@ class ReplicaFetcher:
                 raise
             except Exception as e:
                 log.info("fetcher %d-%d: %s; retrying in %.1fs", self.leader_id, self.index, e, backoff)
+                # an answer lost or half handled: the next fetch is full (and closes the session)
+                self._session.handle_error()
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
@@ -199,7 +214,7 @@ class ReplicaFetcher:
     # -- fetching ---------------------------------------------------------------------------------
     async def _fetch_once(self, conn: BrokerConnection) -> None:
         cfg = self.local.config
-        by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        wanted: dict[TopicPartition, FetchRequest.FetchPartition] = {}
         throttle = self.local.throttle
         now_ms = time.monotonic_ns() // 1_000_000
         over = throttle is not None and throttle.active and throttle.is_exceeded(now_ms)
@@ -212,31 +227,47 @@ class ReplicaFetcher:
             if over and _throttled(throttle, tp) and self.local.broker_id not in p.isr:
                 held_back = True
                 continue
-            by_topic.setdefault(tp.topic, []).append(
-                FetchRequest.FetchPartition(
-                    partition=tp.partition,
-                    current_leader_epoch=p.leader_epoch,
-                    fetch_offset=p.log.log_end_offset,
-                    log_start_offset=p.log.log_start_offset,
-                    partition_max_bytes=cfg.replica_fetch_max_bytes,
-                )
+            wanted[tp] = FetchRequest.FetchPartition(
+                partition=tp.partition,
+                current_leader_epoch=p.leader_epoch,
+                fetch_offset=p.log.log_end_offset,
+                log_start_offset=p.log.log_start_offset,
+                partition_max_bytes=cfg.replica_fetch_max_bytes,
             )
-        if not by_topic:
+        if not wanted:
             if held_back:  # everything is throttled: wait, as Kafka's fetcher backs off
                 await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
             return
+        version = min(11, conn.pick_version(FetchRequest.API_KEY))
+        # KIP-227: after a full fetch, only what changed is sent (a partition's fetch offset moves
+        # when data came); the leader reads the rest from its session and answers what is new
+        plan = self._session.build(wanted) if version >= FIRST_SESSION_VERSION else None
+        to_send = wanted if plan is None else plan.to_send
         req = FetchRequest(
             replica_id=self.local.broker_id,
             max_wait_ms=cfg.replica_fetch_wait_max_ms,
             min_bytes=cfg.replica_fetch_min_bytes,
             max_bytes=cfg.replica_fetch_response_max_bytes,
-            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            session_id=INVALID_SESSION_ID if plan is None else plan.session_id,
+            session_epoch=FINAL_EPOCH if plan is None else plan.epoch,
+            topics=_by_topic(to_send, FetchRequest.FetchTopic),
+            forgotten_topics_data=[
+                FetchRequest.ForgottenTopic(topic=t, partitions=[p.partition for p in ps])
+                for t, ps in _grouped(plan.to_forget if plan is not None else []).items()
+            ],
         )
         resp = await conn.send(
             req,
-            version=min(11, conn.pick_version(req.API_KEY)),
+            version=version,
             timeout=cfg.replica_socket_timeout_ms / 1000 + cfg.replica_fetch_wait_max_ms / 1000,
         )
+        if plan is not None:
+            answered = [
+                TopicPartition(t.topic, r.partition_index) for t in resp.responses for r in t.partitions
+            ]
+            if not self._session.handle_response(plan, resp.error_code, resp.session_id, answered):
+                return
+        backoff = False
         for t in resp.responses:
             for r in t.partitions:
                 tp = TopicPartition(t.topic, r.partition_index)
@@ -244,13 +275,17 @@ class ReplicaFetcher:
                 if p is not None:
                     if _throttled(throttle, tp):
                         throttle.record(len(r.records or b""), time.monotonic_ns() // 1_000_000)
-                    await self._handle(conn, p, r)
+                    backoff |= await self._handle(conn, p, r)
+        if backoff:  # once per round, not per partition: thousands may answer it at once
+            await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
 
-    async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> None:
+    async def _handle(self, conn: BrokerConnection, p: Partition, r: FetchResponse.PartitionData) -> bool:
+        """Apply one partition's answer; True when the leader is not (yet) ready for it: the round
+        ends with a back-off."""
         tp = p.tp
         if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(conn, p)
-            return
+            return False
         if r.error_code in (
             ErrorCode.FENCED_LEADER_EPOCH,
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
@@ -258,11 +293,10 @@ class ReplicaFetcher:
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ):
             # the leader moved on or has not caught up with the controller: wait for LeaderAndIsr
-            await asyncio.sleep(self.local.config.replica_fetch_backoff_ms / 1000)
-            return
+            return True
         if r.error_code != ErrorCode.NONE:
             log.info("%s: fetch error %d from leader %d", tp, r.error_code, self.leader_id)
-            return
+            return False
         records = r.records
         if records is not None and len(records):
             data = bytearray(records)
@@ -287,10 +321,11 @@ class ReplicaFetcher:
                     log.error("%s: cannot append the leader's data: %s", tp, e)
                     if isinstance(e, LogDirIOError):
                         self.local.replicas.log_dir_failed(e)
-                    return
+                    return False
         p.update_follower_high_watermark(r.high_watermark)
         if r.log_start_offset > p.log.log_start_offset:
             p.log.increment_log_start_offset(min(r.log_start_offset, p.high_watermark))
+        return False
 
     async def _handle_out_of_range(self, conn: BrokerConnection, p: Partition) -> None:
         latest = await self._leader_offset(conn, p, -1)
@@ -326,6 +361,21 @@ class ReplicaFetcher:
         if r.error_code != ErrorCode.NONE:
             raise ConnectionError(f"ListOffsets for {p.tp}: error {r.error_code}")
         return r.offset
+
+
+def _grouped(partitions: Iterable[TopicPartition]) -> dict[str, list[TopicPartition]]:
+    by_topic: dict[str, list[TopicPartition]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp)
+    return by_topic
+
+
+def _by_topic(parts: dict[TopicPartition, Any], topic_cls: Any) -> list[Any]:
+    """Fetch topics of `parts`, grouped by topic in first-seen order."""
+    by_topic: dict[str, list[Any]] = {}
+    for tp, p in parts.items():
+        by_topic.setdefault(tp.topic, []).append(p)
+    return [topic_cls(topic=t, partitions=ps) for t, ps in by_topic.items()]
 
 
 def _throttled(throttle: ReplicationQuota | None, tp: TopicPartition) -> bool:

@@ -24,6 +24,7 @@ from zkafka.security.authorizer import AclAuthorizer
 from zkafka.server.broker_metrics import BrokerMetrics
 from zkafka.server.client_quotas import ClientQuotas
 from zkafka.server.coordinator_service import CoordinatorService
+from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.isr import IsrManager
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
 from zkafka.server.producer_ids import ProducerIdManager
@@ -145,3 +146,6 @@ class BrokerServices:
     metrics: BrokerMetrics | None = None
     """The counters handlers bump (per request, per partition batch); None when `metrics.listener`
     is unset, and then nothing is counted (`zkafka.server.broker_metrics`)."""
+    fetch_sessions: FetchSessionCache | None = None
+    """The incremental fetch sessions (KIP-227, `zkafka.server.fetch_sessions`), used by the session
+    layer around Fetch (`apis/fetch_session_layer.py`); None: every fetch is answered sessionless."""

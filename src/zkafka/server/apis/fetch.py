@@ -8,7 +8,8 @@ always makes progress. When less than `min_bytes` is available the request is pa
 (`zkafka.server.delayed`) until an append or a high-watermark move makes enough data visible, or
 `max_wait_ms` passes. A consumer with a `consumer_byte_rate` quota gets at most what its quota
 allows per measurement, and the KIP-219 throttle time (`zkafka.server.client_quotas`). Fetch
-sessions (v7+) are declined with session id 0 (KIP-227 allows it).
+sessions (v7+, KIP-227) are a layer around this handler (`fetch_session_layer.py`): what it
+reads here is a plain request, the session's partitions included.
 
 read_committed consumers (v4+, isolation_level 1) read below the last stable offset (LSO) only,
 and each answer lists the aborted transactions (from the `.txnindex`es) that may have records in
