@@ -3,7 +3,7 @@ file sources reading the same records.
 
     .venv/bin/python benchmarks/spark_read.py [--records 2000000] [--partitions 8] [--record-size 100]
                                               [--bootstrap-server HOST:PORT] [--standalone]
-                                              [--rounds 1] [--no-files]
+                                              [--rounds 1] [--no-files] [--no-spark]
 
 1. Starts ZooKeeper and one broker process (unless --bootstrap-server is given), creates a topic
    of `partitions` partitions and fills it with `records` records of `record-size` bytes
@@ -305,6 +305,7 @@ def main() -> int:
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--rounds", type=int, default=1, help="warm queries of each kind (medians shown)")
     parser.add_argument("--no-files", action="store_true", help="skip Spark's own file sources")
+    parser.add_argument("--no-spark", action="store_true", help="only the stages outside Spark")
     parser.add_argument(
         "--standalone",
         action="store_true",
@@ -344,7 +345,9 @@ def main() -> int:
         for name, (n, wall, cpu) in outside_spark(bootstrap, args.partitions).items():
             row(name + " [1 core]", n, wall, cpu)
         files = not args.no_files
-        where_runs = [("local[2]", in_spark(bootstrap, tmp / "ck", rounds=args.rounds, files=files))]
+        where_runs = []
+        if not args.no_spark:
+            where_runs.append(("local[2]", in_spark(bootstrap, tmp / "ck", rounds=args.rounds, files=files)))
         if args.standalone:
             from zkafka.testing.spark_cluster import standalone_cluster
 

@@ -1,12 +1,14 @@
 """Streaming write throughput of the zkafka Spark sink, next to Spark's own file sinks.
 
     .venv/bin/python benchmarks/spark_write.py [--records 2000000] [--partitions 8] [--record-size 100]
-                                               [--bootstrap-server HOST:PORT] [--rounds 3]
+                                               [--bootstrap-server HOST:PORT] [--rounds 3] [--no-spark]
 
 1. Starts ZooKeeper and one broker process (unless --bootstrap-server is given) and creates a
    topic of `partitions` partitions.
-2. Spark local[2]: `records` rows with one `value` column of `record-size` bytes, written once to
-   Parquet in `partitions` files (the input every sink below reads).
+1b. Outside Spark, in this process, on one core: what one write task runs (`write_batches`) on
+   the rows as Arrow batches of 10,000 (Spark's default arrow batch size): wall and CPU seconds.
+2. Spark local[2] (unless --no-spark): `records` rows with one `value` column of `record-size`
+   bytes, written once to Parquet in `partitions` files (the input every sink below reads).
 3. The same streaming query for each sink: Parquet files in (Trigger.AvailableNow), out to
    `format("zkafka")` (the idempotent producer, acks=all: the sink's defaults), to Spark's
    Parquet and JSON file sinks, and to `noop` (reading the input alone). Each sink once to warm
@@ -57,6 +59,30 @@ def write_once(
     return rows, t.wall, t.cpu, broker_cpu
 
 
+def outside_spark(bootstrap: str, records: int, size: int) -> tuple[float, float]:
+    """(wall, CPU seconds of this process) of one task's write_batches over `records` rows."""
+    import pyarrow as pa
+
+    from zkafka.spark.options import parse_sink_options
+    from zkafka.spark.schema import check_sink_schema
+    from zkafka.spark.writer import write_batches
+
+    options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": TOPIC})
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    columns = check_sink_schema(StructType([StructField("value", BinaryType())]), TOPIC)
+    step = 10_000
+    batches = [
+        pa.RecordBatch.from_pydict(
+            {"value": pa.array([b"%0*d" % (size, i) for i in range(start, min(start + step, records))])}
+        )
+        for start in range(0, records, step)
+    ]
+    with Timed() as t:
+        write_batches(options, columns, iter(batches))
+    return t.wall, t.cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -66,6 +92,7 @@ def main() -> int:
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-spark", action="store_true", help="only the task outside Spark")
     parser.add_argument("--sinks", default=",".join(SINKS), help="comma-separated, of " + ", ".join(SINKS))
     args = parser.parse_args()
     console = Console(width=120)
@@ -85,6 +112,13 @@ def main() -> int:
         with SyncAdminClient(bootstrap) as admin:
             admin.create_topic(TOPIC, args.partitions, 1)
 
+        wall, cpu = outside_spark(bootstrap, args.records, args.record_size)
+        console.print(
+            f"one task's write_batches outside Spark [1 core]: {args.records:,} records, {wall:.2f} s, "
+            f"{args.records / wall:,.0f} records/s, {cpu:.2f} CPU s, {cpu / args.records * 1e6:.2f} µs/record"
+        )
+        if args.no_spark:
+            return 0
         from zkafka.spark.session import local_session
 
         spark = local_session("zkafka-write-bench", master="local[2]")

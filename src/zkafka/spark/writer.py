@@ -29,7 +29,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -41,11 +41,13 @@ from pyspark.sql.datasource import (
 from zkafka.client.producer import Producer
 from zkafka.client.sync import LoopThread
 from zkafka.client.types import RecordMetadata
-from zkafka.spark.encode import EncodedSend, encode_batch
 from zkafka.spark.errors import SchemaError
 from zkafka.spark.options import ClientSpec, SinkOptions
 from zkafka.spark.schema import SinkColumns
 from zkafka.spark.transactional import marker, task_identity, written_up_to
+
+if TYPE_CHECKING:
+    from zkafka.spark.encode import EncodedSend
 
 log = logging.getLogger("zkafka.spark")
 
@@ -88,6 +90,8 @@ class _ProducerThread:
     ) -> tuple[list[asyncio.Future[RecordMetadata]], str | None]:
         """Queue one Arrow batch's rows: encoded by columns when `encode_batch` can, else row by
         row. Returns the futures and the topic of the first row (None without rows)."""
+        from zkafka.spark.encode import encode_batch  # numpy and pyarrow.compute: writers only
+
         sends = encode_batch(batch, columns, topic, self.producer.batch_size)
         if sends is not None:
             return self.send_encoded(sends), sends[0].topic if sends else None
