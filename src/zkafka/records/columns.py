@@ -21,6 +21,7 @@ Needs numpy (the `spark` extra); nothing else in zkafka imports this module.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ def decode_columns(
     if starts is None:
         return None
     u8 = np.frombuffer(data, dtype=np.uint8)
-    pos = np.array(starts, dtype=np.int64)
+    pos = np.frombuffer(starts, dtype=np.int64) if len(starts) else np.zeros(0, dtype=np.int64)
     n = len(pos)
     counts_np = np.array(counts, dtype=np.int64)
     batch_end = np.repeat(ends, counts_np)
@@ -153,10 +154,11 @@ def decode_columns(
     return columns
 
 
-def _record_starts(data: bytes, counts: list[int], begins: list[int], ends: list[int]) -> list[int] | None:
+def _record_starts(data: bytes, counts: list[int], begins: list[int], ends: list[int]) -> array | None:
     """Where each record starts: the one loop that runs per record in Python, reading only each
-    record's length. None when a batch's records do not end exactly at its end."""
-    starts: list[int] = []
+    record's length. None when a batch's records do not end exactly at its end. (An int64
+    array.array: numpy takes its buffer as it is, where a list is converted item by item.)"""
+    starts = array("q")
     append = starts.append
     try:
         for count, pos, end in zip(counts, begins, ends, strict=True):
