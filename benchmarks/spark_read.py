@@ -1,22 +1,30 @@
-"""Streaming read throughput of the zkafka Spark source, and where the time goes.
+"""Streaming read throughput of the zkafka Spark source, where the time goes, and Spark's own
+file sources reading the same records.
 
     .venv/bin/python benchmarks/spark_read.py [--records 2000000] [--partitions 8] [--record-size 100]
                                               [--bootstrap-server HOST:PORT] [--standalone]
+                                              [--rounds 1] [--no-files] [--no-spark]
 
 1. Starts ZooKeeper and one broker process (unless --bootstrap-server is given), creates a topic
    of `partitions` partitions and fills it with `records` records of `record-size` bytes
    (confluent-kafka produces, so the loading is quick).
 2. Outside Spark, in this process, one partition after another, on one core:
    - fetch only: bare Fetch requests, batch headers read, no record decoded;
-   - fetch + decode: the executor's consumer reading every range (records decoded), no Arrow;
-   - Arrow conversion only: partition 0's records turned into Spark-schema RecordBatches;
-   - a task's read_range: what one Spark task runs (fetch + decode + Arrow).
+   - per-record decode: a `Consumer` reading every range into `ConsumedRecord`s (the source's
+     path before columnar decoding), and those records turned into Arrow (partition 0 only);
+   - a task's read_range: what one Spark task runs (fetch, batches decoded by columns into Arrow).
 3. Spark, local[2] (and with --standalone also a standalone cluster of two 1-core workers on
    loopback, separate JVMs): a streaming query (Trigger.AvailableNow, the `noop` sink) reads the whole
-   topic; run twice, the first warms the Python workers. Records/s of the whole query and of its
-   micro-batch's tasks (Spark's addBatch duration).
-Prints a table with core-µs per record for each stage (Spark rows: 2 cores x seconds / records).
-Nothing here is asserted; the numbers are in docs/spark.md.
+   topic; run 1 + `rounds` times, the first warms the Python workers. Records/s of the whole query
+   and of its micro-batch's tasks (Spark's addBatch duration).
+4. Unless --no-files: the same records (all seven columns) written once to Parquet and to JSON,
+   and read back the same way (Trigger.AvailableNow into `noop`) by Spark's own file sources:
+   the zkafka source's rate as a share of theirs.
+Every row shows wall seconds and CPU seconds (this process for stage 2; Spark's JVM and its
+Python workers for 3 and 4, the broker not counted): on a machine shared with other work, CPU
+core-µs per record is the steadier figure. The last lines give the ratio to the aim (600,000
+records/s, warm, local[2]) and to Spark's file sources. Nothing here is asserted; the numbers
+are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -24,11 +32,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
+import statistics
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -41,6 +52,58 @@ from zkafka.spark.options import parse_source_options
 from zkafka.spark.schema import arrow_read_schema
 
 TOPIC = "spark-bench"
+AIM = 600_000
+"""records/s of a warm streaming read on local[2] (issue 17)."""
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu(pid: int) -> tuple[int, float]:
+    """(parent pid, user + system CPU seconds) of a live process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of `root` and its live descendants (Spark's JVM and its Python workers)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)], cpu[int(entry)] = _proc_cpu(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def spark_jvm_pid(spark: Any) -> int:
+    return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+class Timed:
+    """Wall and CPU seconds of a block: CPU of this process, or of the process tree of `root`."""
+
+    def __init__(self, root: int | None = None) -> None:
+        self.root = root
+
+    def _cpu(self) -> float:
+        return time.process_time() if self.root is None else tree_cpu_seconds(self.root)
+
+    def __enter__(self) -> Timed:
+        self.wall, self.cpu = time.perf_counter(), self._cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, self._cpu() - self.cpu
 
 
 def produce(bootstrap: str, n: int, size: int, partitions: int) -> float:
@@ -112,9 +175,13 @@ def raw_fetch(bootstrap: str, ranges: list[OffsetRange]) -> int:
     return asyncio.run(main())
 
 
-def outside_spark(bootstrap: str, partitions: int) -> dict[str, tuple[int, float]]:
-    """name -> (records, seconds), each stage on one core with the cycle collector paused, as in
-    a Spark task."""
+Stage = tuple[int, float, float]
+"""records, wall seconds, CPU seconds"""
+
+
+def outside_spark(bootstrap: str, partitions: int) -> dict[str, Stage]:
+    """name -> (records, wall s, CPU s), each stage on one core with the cycle collector paused,
+    as in a Spark task."""
     options = parse_source_options(
         {"kafka.bootstrap.servers": bootstrap, "subscribe": TOPIC, "startingOffsets": "earliest"},
         streaming=True,
@@ -122,73 +189,107 @@ def outside_spark(bootstrap: str, partitions: int) -> dict[str, tuple[int, float
     with SyncAdminClient(bootstrap) as admin:
         ends = admin.topic_offsets(TOPIC, "latest")
     ranges = [OffsetRange(TOPIC, p, 0, ends[p]) for p in range(partitions)]
-    out: dict[str, tuple[int, float]] = {}
+    out: dict[str, Stage] = {}
     gc.disable()
     try:
-        start = time.perf_counter()
-        count = raw_fetch(bootstrap, ranges)
-        out["fetch only (Fetch requests, batch headers)"] = (count, time.perf_counter() - start)
+        with Timed() as t:
+            count = raw_fetch(bootstrap, ranges)
+        out["fetch only (Fetch requests, batch headers)"] = (count, t.wall, t.cpu)
 
         consumer = SyncConsumer(**options.client.consumer_kwargs())
         kept = []
-        start = time.perf_counter()
         count = 0
-        for r in ranges:
-            tp = TopicPartition(TOPIC, r.partition)
-            consumer.assign([tp])
-            consumer.seek(tp, 0)
-            while consumer.position(tp) < r.until:
-                records = consumer.poll(500)
-                count += len(records)
-                if r.partition == 0:
-                    kept.append(records)
-        out["fetch + decode (executor's Consumer)"] = (count, time.perf_counter() - start)
+        with Timed() as t:
+            for r in ranges:
+                tp = TopicPartition(TOPIC, r.partition)
+                consumer.assign([tp])
+                consumer.seek(tp, 0)
+                while consumer.position(tp) < r.until:
+                    records = consumer.poll(500)
+                    count += len(records)
+                    if r.partition == 0:
+                        kept.append(records)
+        out["per-record decode (Consumer -> ConsumedRecord; before)"] = (count, t.wall, t.cpu)
         consumer.close()
 
         schema = arrow_read_schema(False)
-        start = time.perf_counter()
-        count = sum(to_record_batch(records, schema, False).num_rows for records in kept if records)
-        out["Arrow conversion only (partition 0)"] = (count, time.perf_counter() - start)
+        with Timed() as t:
+            count = sum(to_record_batch(records, schema, False).num_rows for records in kept if records)
+        out["  its per-record Arrow conversion (partition 0; before)"] = (count, t.wall, t.cpu)
         del kept
     finally:
         gc.enable()
 
-    start = time.perf_counter()
-    count = sum(batch.num_rows for r in ranges for batch in read_range(options, r))
-    out["a task's read_range: fetch + decode + Arrow"] = (count, time.perf_counter() - start)
+    with Timed() as t:
+        count = sum(batch.num_rows for r in ranges for batch in read_range(options, r))
+    out["a task's read_range: fetch + columnar decode + Arrow"] = (count, t.wall, t.cpu)
     return out
 
 
+Run = tuple[str, int, float, float, dict[str, int]]
+"""kind, rows, wall s, CPU s (JVM + Python workers), Spark's durations of the micro-batches"""
+
+
+def timed_query(spark: Any, reader: Any, checkpoint: Path, kind: str) -> Run:
+    with Timed(spark_jvm_pid(spark)) as t:
+        query = (
+            reader.writeStream.format("noop")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+    progress = [p for p in query.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in progress)
+    durations: dict[str, int] = {}
+    for p in progress:
+        for key, ms in p["durationMs"].items():
+            durations[key] = durations.get(key, 0) + ms
+    return (kind, rows, t.wall, t.cpu, durations)
+
+
+def zkafka_stream(spark: Any, bootstrap: str) -> Any:
+    return (
+        spark.readStream.format("zkafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+
+
 def in_spark(
-    bootstrap: str, checkpoint_root: Path, master: str = "local[2]", conf: dict[str, str] | None = None
-) -> list[tuple[str, int, float, dict[str, int]]]:
+    bootstrap: str,
+    checkpoint_root: Path,
+    master: str = "local[2]",
+    conf: dict[str, str] | None = None,
+    rounds: int = 1,
+    files: bool = False,
+) -> list[Run]:
+    """The zkafka source cold, then `rounds` warm queries; with `files`, the same records through
+    Spark's Parquet and JSON sources, each once to warm up and then `rounds` times."""
     from zkafka.spark.session import local_session
 
     spark = local_session("zkafka-bench", master=master, shuffle_partitions=2, conf=conf)
     results = []
     try:
-        for run in ("cold", "warm"):
-            start = time.perf_counter()
-            query = (
-                spark.readStream.format("zkafka")
-                .option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", TOPIC)
-                .option("startingOffsets", "earliest")
-                .load()
-                .writeStream.format("noop")
-                .option("checkpointLocation", str(checkpoint_root / run))
-                .trigger(availableNow=True)
-                .start()
+        results.append(timed_query(spark, zkafka_stream(spark, bootstrap), checkpoint_root / "cold", "cold"))
+        for i in range(rounds):
+            results.append(
+                timed_query(spark, zkafka_stream(spark, bootstrap), checkpoint_root / f"warm{i}", "warm")
             )
-            query.awaitTermination()
-            elapsed = time.perf_counter() - start
-            progress = [p for p in query.recentProgress if p["numInputRows"]]
-            rows = sum(p["numInputRows"] for p in progress)
-            durations: dict[str, int] = {}
-            for p in progress:
-                for key, ms in p["durationMs"].items():
-                    durations[key] = durations.get(key, 0) + ms
-            results.append((run, rows, elapsed, durations))
+        if files:
+            # the same rows, every column, written once from a batch read of the topic
+            df = spark.read.format("zkafka").option("kafka.bootstrap.servers", bootstrap)
+            df = df.option("subscribe", TOPIC).load()
+            for fmt in ("parquet", "json"):
+                where = str(checkpoint_root / f"data-{fmt}")
+                df.write.format(fmt).save(where)
+                for i in range(rounds + 1):
+                    stream = spark.readStream.format(fmt).schema(df.schema).load(where)
+                    run = timed_query(spark, stream, checkpoint_root / f"{fmt}{i}", f"Spark's {fmt} source")
+                    if i:  # the first one warms up
+                        results.append(run)
     finally:
         spark.stop()
     return results
@@ -202,6 +303,9 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument("--rounds", type=int, default=1, help="warm queries of each kind (medians shown)")
+    parser.add_argument("--no-files", action="store_true", help="skip Spark's own file sources")
+    parser.add_argument("--no-spark", action="store_true", help="only the stages outside Spark")
     parser.add_argument(
         "--standalone",
         action="store_true",
@@ -231,34 +335,55 @@ def main() -> int:
             title=f"zkafka Spark source: {args.records:,} records of {args.record_size} B, "
             f"{args.partitions} partitions"
         )
-        for col in ("what", "records", "seconds", "records/s", "core-µs/record"):
+        for col in ("what", "records", "wall s", "records/s", "CPU s", "CPU µs/record"):
             table.add_column(col, justify="right" if col != "what" else "left")
-        for name, (n, s) in outside_spark(bootstrap, args.partitions).items():
-            table.add_row(name + " [1 core]", f"{n:,}", f"{s:.2f}", f"{n / s:,.0f}", f"{s / n * 1e6:.2f}")
-        runs = [("local[2]", run) for run in in_spark(bootstrap, tmp / "checkpoints")]
+
+        def row(name: str, n: int, wall: float, cpu: float) -> None:
+            rate = f"{n / wall:,.0f}" if wall else "-"
+            table.add_row(name, f"{n:,}", f"{wall:.2f}", rate, f"{cpu:.2f}", f"{cpu / n * 1e6:.2f}")
+
+        for name, (n, wall, cpu) in outside_spark(bootstrap, args.partitions).items():
+            row(name + " [1 core]", n, wall, cpu)
+        files = not args.no_files
+        where_runs = []
+        if not args.no_spark:
+            where_runs.append(("local[2]", in_spark(bootstrap, tmp / "ck", rounds=args.rounds, files=files)))
         if args.standalone:
             from zkafka.testing.spark_cluster import standalone_cluster
 
             with standalone_cluster(tmp / "spark-standalone", workers=2) as sc:
-                found = in_spark(bootstrap, tmp / "checkpoints-sa", sc.master_url, sc.app_conf("1g"))
-                runs += [("standalone, 2 workers x 1 core", run) for run in found]
-        for where, (run, rows, elapsed, durations) in runs:
-            batch_s = durations.get("addBatch", 0) / 1000
-            table.add_row(
-                f"Spark {where} availableNow -> noop, {run}: whole query",
-                f"{rows:,}",
-                f"{elapsed:.2f}",
-                f"{rows / elapsed:,.0f}",
-                f"{2 * elapsed / rows * 1e6:.2f}",
-            )
-            table.add_row(
-                f"  of which the micro-batch's tasks (addBatch), {run}",
-                f"{rows:,}",
-                f"{batch_s:.2f}",
-                f"{rows / batch_s:,.0f}" if batch_s else "-",
-                f"{2 * batch_s / rows * 1e6:.2f}",
-            )
+                found = in_spark(bootstrap, tmp / "ck-sa", sc.master_url, sc.app_conf("1g"), args.rounds)
+                where_runs.append(("standalone, 2 workers x 1 core", found))
+        medians: dict[tuple[str, str], float] = {}
+        for where, runs in where_runs:
+            for kind in dict.fromkeys(run[0] for run in runs):
+                same = [run for run in runs if run[0] == kind]
+                rows = same[0][1]
+                wall = statistics.median(run[2] for run in same)
+                cpu = statistics.median(run[3] for run in same)
+                batch_s = statistics.median(run[4].get("addBatch", 0) for run in same) / 1000
+                medians[(where, kind)] = rows / wall
+                what = f"zkafka source, {kind}" if kind in ("cold", "warm") else kind
+                of = f" (median of {len(same)})" if len(same) > 1 else ""
+                row(f"Spark {where}: {what} -> noop, whole query{of}", rows, wall, cpu)
+                if batch_s:
+                    table.add_row(
+                        "  of which the micro-batch's tasks (addBatch)",
+                        f"{rows:,}",
+                        f"{batch_s:.2f}",
+                        f"{rows / batch_s:,.0f}",
+                        "",
+                        "",
+                    )
         console.print(table)
+        warm = medians.get(("local[2]", "warm"))
+        if warm:
+            ratio = warm / AIM
+            console.print(f"aim: >= {AIM:,} records/s warm on local[2]; measured {warm:,.0f}: {ratio:.2f}x")
+            for fmt in ("parquet", "json"):
+                theirs = medians.get(("local[2]", f"Spark's {fmt} source"))
+                if theirs:
+                    console.print(f"zkafka source / Spark's {fmt} source (records/s): {warm / theirs:.2f}")
     return 0
 
 

@@ -23,10 +23,13 @@ from zkafka.client import (
     TopicPartition,
     partition_for_key,
 )
+from zkafka.client.accumulator import EncodedRecords
+from zkafka.client.batch_consumer import BatchConsumer
 from zkafka.client.sync import SyncAdminClient, SyncConsumer, SyncProducer
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode
+from zkafka.records import encode_varint, encode_varlong, iter_records
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -270,6 +273,56 @@ def test_many_records_in_large_batches(bootstrap: str) -> None:
         assert sorted(int(r.value[:8]) for r in got) == list(range(20_000))
 
     run(main(), timeout=120)
+
+
+def test_encoded_batches_interleave_with_records_and_read_back(bootstrap: str) -> None:
+    """`send_encoded` queues a caller-encoded records area as one batch: idempotent, compressed,
+    in order with the records `send` queues around it, each future at its first record; a
+    `BatchConsumer` reads them back as batches (the Spark source's path)."""
+    name = topic_name("encoded")
+    body = b"".join(
+        encode_varint(len(rest)) + rest
+        for rest in (
+            b"\x00"
+            + encode_varlong(i)
+            + encode_varint(i)
+            + b"\x01"
+            + encode_varint(3)
+            + b"e%02d" % i
+            + b"\x00"
+            for i in range(10)
+        )
+    )
+
+    async def main() -> None:
+        await _create(bootstrap, name, 1)
+        async with Producer(bootstrap, compression="gzip", linger_ms=50) as producer:
+            before = await producer.send(name, b"first", partition=0, timestamp_ms=1000)
+            encoded = await producer.send_encoded(name, EncodedRecords(body, 10, 5000, 5009), partition=0)
+            after = await producer.send(name, b"last", partition=0, timestamp_ms=6000)
+            await producer.flush()
+            assert (before.result().offset, encoded.result().offset, after.result().offset) == (0, 1, 11)
+        got = await _consume_all(bootstrap, name, 12)
+        assert [(r.offset, r.timestamp, r.key, r.value) for r in got] == [
+            (0, 1000, None, b"first"),
+            *[(1 + i, 5000 + i, None, b"e%02d" % i) for i in range(10)],
+            (11, 6000, None, b"last"),
+        ]
+        async with BatchConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
+            consumer.assign([TopicPartition(name, 0)])
+            consumer.seek(TopicPartition(name, 0), 5)
+            fetched = await consumer.poll_batches(5000)
+            assert fetched and fetched[-1].next_offset == 12
+            offsets = [
+                r.offset
+                for f in fetched
+                for h, first in f.batches
+                for r in iter_records(f.data, h)
+                if r.offset >= first
+            ]
+            assert offsets == list(range(5, 12))
+
+    run(main())
 
 
 # -- consumer positions ----------------------------------------------------------------------------

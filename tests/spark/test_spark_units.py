@@ -7,6 +7,7 @@ import itertools
 import json
 from datetime import UTC, datetime
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,9 +21,21 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from zkafka.client.batch_consumer import FetchedBatches
 from zkafka.client.types import ConsumedRecord, TopicPartition
+from zkafka.records import (
+    GZIP,
+    LOG_APPEND_TIME,
+    Record,
+    build_batch,
+    frame_records,
+    iter_headers,
+    iter_records,
+    read_header,
+)
+from zkafka.spark.encode import encode_batch
 from zkafka.spark.errors import OffsetError, OptionError, SchemaError, data_loss_message
-from zkafka.spark.fetch import to_record_batch
+from zkafka.spark.fetch import to_arrow, to_record_batch
 from zkafka.spark.offsets import OffsetRange, canonical, from_spark, pending, rate_limit, split_ranges
 from zkafka.spark.options import (
     Assign,
@@ -37,7 +50,13 @@ from zkafka.spark.options import (
     parse_source_options,
     time_string_ms,
 )
-from zkafka.spark.schema import HEADERS_TYPE, arrow_read_schema, check_sink_schema, read_schema
+from zkafka.spark.schema import (
+    HEADERS_TYPE,
+    SinkColumns,
+    arrow_read_schema,
+    check_sink_schema,
+    read_schema,
+)
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "t"}
 
@@ -426,3 +445,92 @@ def test_data_loss_message_names_sparks_error_class() -> None:
     assert text.startswith("[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] Some data may have been lost")
     assert "set the source option failOnDataLoss to false" in text
     assert text.endswith("Could not read records in offset [0, 5) for topic partition t-0.")
+
+
+def test_columnar_batches_equal_the_per_record_ones() -> None:
+    """`to_arrow` decodes fetched batches by columns when it can: the result is the RecordBatch
+    the per-record path builds from the same records (nulls, LogAppendTime, a batch straddling
+    the fetch position, compression)."""
+    tp = TopicPartition("t", 3)
+    first = build_batch(
+        [Record(10, 1_700_000_000_123, b"k", b"v"), Record(11, 1_700_000_000_200, None, b"")],
+        compression=GZIP,
+    )
+    second = build_batch(
+        [Record(12, 5, b"", None), Record(14, 6, b"x" * 300, b"y" * 20_000)],
+        timestamp_type=LOG_APPEND_TIME,
+        max_timestamp=1_700_000_009_000,
+    )
+    buf = first + second
+    headers = list(iter_headers(buf))
+    part = FetchedBatches(tp, buf, [(headers[0], 11), (headers[1], 12)], 15)
+    schema = arrow_read_schema(False)
+    fast = to_arrow(part, schema, False)
+    records = [
+        ConsumedRecord("t", 3, 11, 1_700_000_000_200, 0, None, b"", ()),
+        ConsumedRecord("t", 3, 12, 1_700_000_009_000, 1, b"", None, ()),
+        ConsumedRecord("t", 3, 14, 1_700_000_009_000, 1, b"x" * 300, b"y" * 20_000, ()),
+    ]
+    assert fast.schema.equals(schema)
+    assert fast.to_pylist() == to_record_batch(records, schema, False).to_pylist()
+    assert to_arrow(part, arrow_read_schema(True), True).to_pylist() == (
+        to_record_batch(records, arrow_read_schema(True), True).to_pylist()
+    )
+
+
+def test_sink_rows_encoded_by_columns_are_the_records_sent() -> None:
+    """`encode_batch`: what a Kafka batch around each chunk decodes to is the rows, in order per
+    partition (nulls, string values, timestamps, chunks of about batch_size); rows it cannot
+    encode exactly are left to the per-record path."""
+    n = 1000
+    values = [b"v%d" % i * (i % 50) if i % 7 else None for i in range(n)]
+    keys = [b"k%d" % i if i % 3 else None for i in range(n)]
+    micros = [1_700_000_000_000_000 + i * 1_000_000 * (i % 3) for i in range(n)]
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array(values, pa.binary()),
+            "key": pa.array(keys, pa.binary()),
+            "timestamp": pa.array(micros, pa.timestamp("us", tz="UTC")),
+            "partition": pa.array([i % 4 for i in range(n)], pa.int32()),
+        }
+    )
+    columns = SinkColumns(
+        topic=False,
+        key=True,
+        key_is_string=False,
+        value_is_string=False,
+        headers=False,
+        partition=True,
+        timestamp=True,
+    )
+    sends = encode_batch(batch, columns, "t", 2000)
+    assert sends is not None and len(sends) > 4
+    got: dict[int | None, list] = {}
+    for send in sends:
+        r = send.records
+        framed = frame_records(
+            r.data, r.count, base_timestamp=r.base_timestamp, max_timestamp=r.max_timestamp
+        )
+        decoded = list(iter_records(framed))
+        assert len(framed) < 2000 + 300 and read_header(framed).max_timestamp == max(
+            x.timestamp for x in decoded
+        )
+        got.setdefault(send.partition, []).extend((x.key, x.value, x.timestamp) for x in decoded)
+    for p in range(4):
+        assert got[p] == [(keys[i], values[i], micros[i] // 1000) for i in range(n) if i % 4 == p]
+
+    strings = pa.RecordBatch.from_pydict({"value": pa.array(["é" * 5, None, ""])})
+    plain = SinkColumns(False, False, False, True, False, False, False)
+    (send,) = encode_batch(strings, plain, "t", 16384)
+    r = send.records
+    framed = frame_records(r.data, r.count, base_timestamp=r.base_timestamp, max_timestamp=r.max_timestamp)
+    assert send.partition is None  # the sticky partitioner's choice
+    assert [(x.offset, x.key, x.value) for x in iter_records(framed)] == [
+        (0, None, "é".encode() * 5),
+        (1, None, None),
+        (2, None, b""),
+    ]
+    keyed = pa.RecordBatch.from_pydict({"value": pa.array([b"v"]), "key": pa.array([b"k"])})
+    assert (
+        encode_batch(keyed, SinkColumns(False, True, False, False, False, False, False), "t", 16384) is None
+    )

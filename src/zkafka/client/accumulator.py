@@ -11,9 +11,18 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from zkafka.client.types import RecordMetadata, TopicPartition
-from zkafka.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, Record, RecordHeader, build_batch
+from zkafka.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    Record,
+    RecordHeader,
+    build_batch,
+    frame_records,
+)
 
 BATCH_OVERHEAD = 61
 """The v2 batch header; also what an empty batch costs."""
@@ -23,6 +32,17 @@ RECORD_OVERHEAD = 21
 value lengths (5 + 5) and header count (1) add to more, but the usual case is about this."""
 SEQUENCE_MODULUS = 1 << 31
 """Sequences wrap at int32 max, as Kafka's producer and broker both do."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRecords:
+    """Records encoded by the caller as a v2 batch's records area: offset deltas 0..count-1,
+    timestamp deltas from `base_timestamp` (see `zkafka.records.frame_records`)."""
+
+    data: bytes | memoryview
+    count: int
+    base_timestamp: int
+    max_timestamp: int
 
 
 def record_size(key: bytes | None, value: bytes | None, headers: Sequence[RecordHeader]) -> int:
@@ -39,6 +59,7 @@ class ProducerBatch:
         "attempts",
         "base_sequence",
         "batch_id",
+        "body",
         "conn",
         "created",
         "done",
@@ -71,9 +92,12 @@ class ProducerBatch:
         self.conn: object | None = None
         """The connection the batch was last written to (the producer checks it is alive)."""
         self.done: asyncio.Future[None] = asyncio.Future()
+        self.body: EncodedRecords | None = None
+        """Instead of `records`: records the caller encoded itself (`append_encoded`), one
+        future for them all."""
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.records) if self.body is None else self.body.count
 
     def __repr__(self) -> str:
         return (
@@ -82,7 +106,11 @@ class ProducerBatch:
 
     def has_room(self, size: int, batch_size: int) -> bool:
         # An empty batch takes any record, however large: a big record gets a batch of its own.
-        return self.encoded is None and (not self.records or self.size + size <= batch_size)
+        return (
+            self.encoded is None
+            and self.body is None
+            and (not self.records or self.size + size <= batch_size)
+        )
 
     def append(
         self,
@@ -110,7 +138,21 @@ class ProducerBatch:
         is_transactional: bool = False,
     ) -> bytes:
         """Encode the batch (again, when its sequence changed since it was last encoded)."""
-        if self.encoded is None or base_sequence != self.base_sequence:
+        if (self.encoded is None or base_sequence != self.base_sequence) and self.body is not None:
+            self.base_sequence = base_sequence
+            body = self.body
+            self.encoded = frame_records(
+                body.data,
+                body.count,
+                base_timestamp=body.base_timestamp,
+                max_timestamp=body.max_timestamp,
+                compression=compression,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=base_sequence,
+                is_transactional=is_transactional,
+            )
+        elif self.encoded is None or base_sequence != self.base_sequence:
             self.base_sequence = base_sequence
             self.encoded = build_batch(
                 self.records,
@@ -126,6 +168,20 @@ class ProducerBatch:
 
     def complete(self, base_offset: int, log_append_time: int) -> None:
         topic, partition = self.tp
+        if self.body is not None:  # one future: where the first of the records landed
+            if not self.futures[0].done():
+                self.futures[0].set_result(
+                    RecordMetadata(
+                        topic,
+                        partition,
+                        base_offset,
+                        log_append_time if log_append_time >= 0 else self.body.base_timestamp,
+                        -1,
+                        -1,
+                    )
+                )
+            self._finish()
+            return
         for i, (record, future) in enumerate(zip(self.records, self.futures, strict=True)):
             if future.done():
                 continue
@@ -153,6 +209,7 @@ class ProducerBatch:
 
     def _finish(self) -> None:
         self.records = []  # the bytes are no longer needed; release them before the futures go
+        self.body = None
         self.encoded = None
         if not self.done.done():
             self.done.set_result(None)
@@ -191,6 +248,24 @@ class RecordAccumulator:
             self.buffered_bytes += BATCH_OVERHEAD
         self.buffered_bytes += size
         return batch.append(timestamp, key, value, headers, size), created
+
+    def append_encoded(
+        self, tp: TopicPartition, body: EncodedRecords, now: float
+    ) -> asyncio.Future[RecordMetadata]:
+        """Add records encoded by the caller as a batch of their own (after the partition's open
+        batch, which takes no more records); returns the one future of them all."""
+        queue = self.queues.get(tp)
+        if queue is None:
+            queue = self.queues[tp] = deque()
+        batch = ProducerBatch(tp, self._next_id, now)
+        self._next_id += 1
+        batch.body = body
+        batch.size = BATCH_OVERHEAD + len(body.data)
+        future: asyncio.Future[RecordMetadata] = asyncio.Future()
+        batch.futures.append(future)
+        queue.append(batch)
+        self.buffered_bytes += batch.size
+        return future
 
     def is_full(self, batch: ProducerBatch) -> bool:
         return batch.size >= self.batch_size

@@ -25,9 +25,9 @@ import contextlib
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Self
+from typing import Self, TypeVar
 
 from zkafka.client.aborted import AbortedTransactions
 from zkafka.client.cluster import METADATA_ERRORS, NO_LEADER, Cluster
@@ -50,7 +50,14 @@ from zkafka.client.types import (
 )
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import FetchRequest, FetchResponse
-from zkafka.records import CorruptRecordError, InvalidRecordError, is_crc_valid, iter_headers, iter_records
+from zkafka.records import (
+    BatchHeader,
+    CorruptRecordError,
+    InvalidRecordError,
+    is_crc_valid,
+    iter_headers,
+    iter_records,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,7 @@ FETCH_MAX_VERSION = 11
 """The last Fetch version without topic ids and tagged fields."""
 _RESET_POLICIES = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "none": None}
 _ISOLATION = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+T = TypeVar("T")
 _new_record = tuple.__new__  # ConsumedRecord(...) without NamedTuple's keyword handling: the per-record cost
 
 
@@ -82,6 +90,8 @@ class _Fetched:
     records: deque[ConsumedRecord]
     next_offset: int
     """Where the position goes once every record here was returned (past control batches)."""
+    batches: object = None
+    """`BatchConsumer` only: its undecoded `FetchedBatches` (and `records` stays empty)."""
 
 
 class Consumer:
@@ -294,6 +304,10 @@ class Consumer:
     # -- polling -------------------------------------------------------------------------------
     async def poll(self, timeout_ms: float = 0) -> list[ConsumedRecord]:
         """Records that arrived, up to `max_poll_records`; waits up to `timeout_ms` for some."""
+        return await self._poll_with(lambda: self._take(self.max_poll_records), timeout_ms)
+
+    async def _poll_with(self, take: Callable[[], list[T]], timeout_ms: float) -> list[T]:
+        """What `take` returns once it returns something, fetching meanwhile; [] after `timeout_ms`."""
         if self._closed:
             raise ClientClosedError("consumer closed")
         if self._data is None:
@@ -301,10 +315,10 @@ class Consumer:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000
         while True:
             self._raise_pending_error()
-            records = self._take(self.max_poll_records)
-            if records:
+            taken = take()
+            if taken:
                 self._start_fetches()  # prefetch while the caller works on these
-                return records
+                return taken
             if not self._states:
                 remaining = deadline - time.monotonic()
                 if remaining > 0:
@@ -501,9 +515,51 @@ class Consumer:
     ) -> None:
         if not data:
             return
+        accepted, next_offset = self._accepted_batches(tp, fetch_offset, data, aborted)
+        if next_offset == fetch_offset:
+            return
         topic, partition = tp
         records: deque[ConsumedRecord] = deque()
         append = records.append
+        for header, first in accepted:
+            timestamp_type = header.timestamp_type
+            try:
+                for r in iter_records(data, header):
+                    if r.offset >= first:
+                        append(
+                            _new_record(
+                                ConsumedRecord,
+                                (
+                                    topic,
+                                    partition,
+                                    r.offset,
+                                    r.timestamp,
+                                    timestamp_type,
+                                    r.key,
+                                    r.value,
+                                    r.headers,
+                                ),
+                            )
+                        )
+            except (CorruptRecordError, InvalidRecordError) as e:
+                raise corrupt_message(tp, first, e) from e
+        self._fetched.append(_Fetched(tp, fetch_offset, records, next_offset))
+        self._buffered.add(tp)
+
+    def _accepted_batches(
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        data: bytes | memoryview,
+        aborted: AbortedTransactions | None,
+    ) -> tuple[list[tuple[BatchHeader, int]], int]:
+        """The batches of one partition's fetched `data` whose records go to the application, each
+        with the first offset to return from it (the position when it is reached), and the
+        position after them all. Skipped: batches wholly below the fetch offset, control batches
+        and, with read_committed, aborted transactions' batches. CRCs are checked here. When not a
+        single batch is complete, the position stays at `fetch_offset` (fetch again), unless the
+        data fills the partition's byte limit: then the batch can never fit, which is an error."""
+        accepted: list[tuple[BatchHeader, int]] = []
         position = fetch_offset
         try:
             for header in iter_headers(data):
@@ -517,34 +573,19 @@ class Consumer:
                 if aborted is not None and aborted.skip(header):
                     pass  # an aborted transaction's records (read_committed)
                 elif not header.is_control:
-                    timestamp_type = header.timestamp_type
-                    for r in iter_records(data, header):
-                        if r.offset >= position:
-                            append(
-                                _new_record(
-                                    ConsumedRecord,
-                                    (
-                                        topic,
-                                        partition,
-                                        r.offset,
-                                        r.timestamp,
-                                        timestamp_type,
-                                        r.key,
-                                        r.value,
-                                        r.headers,
-                                    ),
-                                )
-                            )
+                    accepted.append((header, position))
                 position = header.next_offset
         except (CorruptRecordError, InvalidRecordError) as e:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp} at offset {position}: {e}") from e
-        if position == fetch_offset:
-            if len(data) >= self.max_partition_fetch_bytes:
-                raise KafkaError(
-                    ErrorCode.RECORD_LIST_TOO_LARGE,
-                    f"{tp}: the batch at offset {fetch_offset} is larger than max_partition_fetch_bytes "
-                    f"({self.max_partition_fetch_bytes}); raise it to consume this partition",
-                )
-            return  # only a cut-off batch: fetch again
-        self._fetched.append(_Fetched(tp, fetch_offset, records, position))
-        self._buffered.add(tp)
+            raise corrupt_message(tp, position, e) from e
+        if position == fetch_offset and len(data) >= self.max_partition_fetch_bytes:
+            raise KafkaError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"{tp}: the batch at offset {fetch_offset} is larger than max_partition_fetch_bytes "
+                f"({self.max_partition_fetch_bytes}); raise it to consume this partition",
+            )
+        return accepted, position
+
+
+def corrupt_message(tp: TopicPartition, position: int, error: Exception) -> KafkaError:
+    """CORRUPT_MESSAGE for records of `tp` that do not decode (reached at `position`)."""
+    return KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp} at offset {position}: {error}")

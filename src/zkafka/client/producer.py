@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from zkafka.client.accumulator import ProducerBatch, RecordAccumulator, SequenceNumbers
+from zkafka.client.accumulator import EncodedRecords, ProducerBatch, RecordAccumulator, SequenceNumbers
 from zkafka.client.cluster import METADATA_ERRORS, NO_LEADER, Cluster
 from zkafka.client.connection import ConnectionError_
 from zkafka.client.errors import (
@@ -343,6 +343,46 @@ class Producer:
             self._poke()
         return future
 
+    async def send_encoded(
+        self, topic: str, records: EncodedRecords, partition: int | None = None
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue records the caller encoded itself (a v2 records area, no per-record objects) as
+        one batch of their own: for writers that encode whole columns at once (the Spark sink).
+        Without `partition` the sticky partitioner picks one, and moves on as after any batch.
+        The future resolves to where the first record landed; retries, idempotence and
+        transactions are those of every batch."""
+        if self._sender is None or self._closing or self._fatal is not None:
+            self._ensure_sender()
+        if self._txn is not None:
+            self._txn.check_send()
+        meta = self.cluster.metadata.topics.get(topic)
+        if meta is None or not meta.partitions:
+            meta = await self.cluster.topic(topic, timeout=self.max_block)
+        count = meta.partition_count
+        sticky = partition is None
+        if partition is None:
+            partition = self._partitioner.partition(topic, count, meta.available_partitions)
+        elif not isinstance(partition, int) or not 0 <= partition < count:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition {partition!r} does not exist: topic {topic!r} has {count} partitions",
+            )
+        size = len(records.data) + 100
+        if size > self.max_request_size:
+            raise RecordTooLargeError(
+                f"the batch is about {size} bytes, more than max_request_size {self.max_request_size}"
+            )
+        if self._accumulator.buffered_bytes >= self.buffer_memory:
+            await self._wait_for_space()
+        tp = TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.record_partition(tp)
+        future = self._accumulator.append_encoded(tp, records, time.monotonic())
+        if sticky:
+            self._partitioner.on_new_batch(topic, count, meta.available_partitions)
+        self._poke()
+        return future
+
     async def send_and_wait(
         self,
         topic: str,
@@ -443,7 +483,7 @@ class Producer:
             if batch.retry_at > now:
                 delay = _min(delay, batch.retry_at - now)
                 continue
-            if not (flushing or len(queue) > 1 or batch.size >= self.batch_size):
+            if not (flushing or len(queue) > 1 or batch.size >= self.batch_size or batch.body is not None):
                 linger_left = batch.created + self.linger - now
                 if linger_left > 0:
                     delay = _min(delay, linger_left)

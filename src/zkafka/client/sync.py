@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, Self, TypeVar
 
 from zkafka.client.admin import AdminClient
+from zkafka.client.batch_consumer import BatchConsumer
 from zkafka.client.consumer import Consumer
 from zkafka.client.producer import Producer
 from zkafka.client.types import RecordMetadata
@@ -151,8 +152,11 @@ async def _await(future: asyncio.Future[T]) -> T:
 class SyncConsumer(_SyncClient):
     """`Consumer` with blocking methods; assignment calls are forwarded on the loop's thread."""
 
+    _factory: Callable[..., Consumer] = Consumer
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(lambda: Consumer(*args, **kwargs))
+        factory = type(self)._factory
+        super().__init__(lambda: factory(*args, **kwargs))
 
     def assign(self, partitions: Any) -> None:
         self._runner.call(lambda: self._client.assign(list(partitions)))
@@ -178,3 +182,11 @@ class SyncConsumer(_SyncClient):
     offsets_for_times = _blocking(Consumer.offsets_for_times)
     beginning_offsets = _blocking(Consumer.beginning_offsets)
     end_offsets = _blocking(Consumer.end_offsets)
+
+
+class SyncBatchConsumer(SyncConsumer):
+    """`BatchConsumer` with blocking methods: `poll_batches` instead of `poll`."""
+
+    _factory = BatchConsumer
+
+    poll_batches = _blocking(BatchConsumer.poll_batches)

@@ -238,7 +238,8 @@ def _decode_headers(data: bytes, pos: int, end: int, index: int) -> tuple[tuple[
     return tuple(headers), pos
 
 
-def _records_area(buf: Buffer, header: BatchHeader) -> bytes:
+def records_area(buf: Buffer, header: BatchHeader) -> bytes:
+    """The records of the batch at `header.position`, decompressed (bytes after the header)."""
     start = header.position + HEADER_SIZE
     end = header.position + header.size
     if end > len(buf):
@@ -263,7 +264,7 @@ def iter_records(buf: Buffer, header: BatchHeader | None = None) -> Iterator[Rec
     """
     if header is None:
         header = read_header(buf, 0)
-    data = _records_area(buf, header)
+    data = records_area(buf, header)
     append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
     return _decode_records(data, header.records_count, header.base_offset, header.base_timestamp, append_time)
 
@@ -391,6 +392,81 @@ def build_batch(
             max_timestamp = NO_TIMESTAMP
         compression = NONE
         payload = b""
+    return _frame(
+        payload,
+        len(records),
+        base_offset=base_offset,
+        last_offset_delta=last_offset_delta,
+        compression=compression,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        timestamp_type=timestamp_type,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        is_transactional=is_transactional,
+        is_control=is_control,
+        delete_horizon=delete_horizon,
+    )
+
+
+def frame_records(
+    body: bytes | bytearray | memoryview,
+    count: int,
+    *,
+    base_timestamp: int,
+    max_timestamp: int,
+    compression: int = NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+) -> bytes:
+    """A producer's batch around `count` records already encoded in `body` (offset deltas
+    0..count-1, timestamp deltas from `base_timestamp`): what `build_batch` does after encoding
+    the records, for encoders that write many records at once (the Spark sink's columns)."""
+    if count < 1:
+        raise InvalidRecordError("a produced batch needs at least one record")
+    payload = compress(compression, body) if compression != NONE else body
+    return _frame(
+        payload,
+        count,
+        base_offset=0,
+        last_offset_delta=count - 1,
+        compression=compression,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        timestamp_type=CREATE_TIME,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=NO_PARTITION_LEADER_EPOCH,
+        is_transactional=is_transactional,
+        is_control=False,
+        delete_horizon=False,
+    )
+
+
+def _frame(
+    payload: bytes | bytearray | memoryview,
+    count: int,
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    compression: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    timestamp_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    is_transactional: bool,
+    is_control: bool,
+    delete_horizon: bool,
+) -> bytes:
+    """The header (with its CRC) in front of a records payload, compressed already if at all."""
     if not 0 <= last_offset_delta <= INT32_MAX:
         raise InvalidRecordError(f"last_offset_delta {last_offset_delta} out of range")
     if compression & ~COMPRESSION_MASK:
@@ -422,7 +498,7 @@ def build_batch(
             producer_id,
             producer_epoch,
             base_sequence,
-            len(records),
+            count,
         )
     except struct.error as exc:
         raise InvalidRecordError(f"batch header field out of range: {exc}") from None

@@ -14,18 +14,22 @@ fails with Spark's KAFKA_DATA_LOSS text, or with failOnDataLoss=false skips what
 from __future__ import annotations
 
 import atexit
-import bisect
 import contextlib
 import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from zkafka.client.sync import SyncConsumer
+from zkafka.client.batch_consumer import FetchedBatches
+from zkafka.client.consumer import corrupt_message
+from zkafka.client.sync import SyncBatchConsumer
 from zkafka.client.types import ConsumedRecord, TopicPartition
 from zkafka.protocol import ErrorCode, KafkaError
+from zkafka.records import CorruptRecordError, InvalidRecordError, iter_records
+from zkafka.records.columns import RecordColumns, decode_columns
 from zkafka.spark.errors import DataLossError, FetchTimeoutError, data_loss_message
 from zkafka.spark.offsets import OffsetRange
 from zkafka.spark.options import ClientSpec, SourceOptions
@@ -37,14 +41,16 @@ _POLL_MS = 200
 """One poll's wait: short, so the no-progress deadline is checked often."""
 _TS_MS = pa.timestamp("ms", tz="UTC")
 _TS_US = pa.timestamp("us", tz="UTC")
+_OFFSET_COLUMN = 4
+_INT32_LIMIT = (1 << 31) - 1
 
-_consumers: dict[ClientSpec, SyncConsumer] = {}
+_consumers: dict[ClientSpec, SyncBatchConsumer] = {}
 
 
-def _consumer(client: ClientSpec) -> SyncConsumer:
+def _consumer(client: ClientSpec) -> SyncBatchConsumer:
     consumer = _consumers.get(client)
     if consumer is None:
-        consumer = SyncConsumer(**client.consumer_kwargs())
+        consumer = SyncBatchConsumer(**client.consumer_kwargs())
         _consumers[client] = consumer
     return consumer
 
@@ -100,7 +106,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _batches(consumer: SyncConsumer, options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
+def _batches(consumer: SyncBatchConsumer, options: SourceOptions, r: OffsetRange) -> Iterator[pa.RecordBatch]:
     tp = r.tp
     schema = arrow_read_schema(options.include_headers)
     timeout = options.poll_timeout_ms / 1000
@@ -110,7 +116,7 @@ def _batches(consumer: SyncConsumer, options: SourceOptions, r: OffsetRange) -> 
     deadline = time.monotonic() + timeout
     while position < r.until:
         try:
-            records = consumer.poll(_POLL_MS)
+            fetched = consumer.poll_batches(_POLL_MS)
         except KafkaError as e:
             if e.code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 raise
@@ -119,12 +125,14 @@ def _batches(consumer: SyncConsumer, options: SourceOptions, r: OffsetRange) -> 
                 consumer.seek(tp, position)
                 deadline = time.monotonic() + timeout
             continue
-        if records:
-            if records[-1].offset >= r.until:
-                records = records[: bisect.bisect_left(records, r.until, key=_offset)]
-            if records:
-                yield to_record_batch(records, schema, options.include_headers)
-        now_at = consumer.position(tp)
+        for part in fetched:
+            batch = to_arrow(part, schema, options.include_headers)
+            if batch.num_rows and batch.column(_OFFSET_COLUMN)[-1].as_py() >= r.until:
+                offsets = batch.column(_OFFSET_COLUMN).to_numpy()
+                batch = batch.slice(0, int(np.searchsorted(offsets, r.until)))
+            if batch.num_rows:
+                yield batch
+        now_at = fetched[-1].next_offset if fetched else position
         if now_at != position:
             position = now_at
             deadline = time.monotonic() + timeout
@@ -142,12 +150,8 @@ def _batches(consumer: SyncConsumer, options: SourceOptions, r: OffsetRange) -> 
             )
 
 
-def _offset(record: ConsumedRecord) -> int:
-    return record.offset
-
-
 def _skip_lost(
-    consumer: SyncConsumer, options: SourceOptions, tp: TopicPartition, position: int, until: int
+    consumer: SyncBatchConsumer, options: SourceOptions, tp: TopicPartition, position: int, until: int
 ) -> int:
     """The position to go on from after OFFSET_OUT_OF_RANGE at `position` (or raise)."""
     earliest = consumer.beginning_offsets([tp])[tp]
@@ -182,3 +186,82 @@ def to_record_batch(
     if include_headers:
         arrays.append(pa.array(headers, schema.field("headers").type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def to_arrow(part: FetchedBatches, schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
+    """One partition's fetched batches as one RecordBatch: by columns (`zkafka.records.columns`)
+    unless headers are wanted or a batch needs the per-record decoder."""
+    topic, partition = part.tp
+    try:
+        columns = None if include_headers else decode_columns(part.data, part.batches)
+        if columns is not None:
+            return columns_to_record_batch(columns, topic, partition, schema)
+        records = [
+            ConsumedRecord(
+                topic, partition, r.offset, r.timestamp, header.timestamp_type, r.key, r.value, r.headers
+            )
+            for header, first in part.batches
+            for r in iter_records(part.data, header)
+            if r.offset >= first
+        ]
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise corrupt_message(part.tp, part.batches[0][1], e) from e
+    if not records:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    return to_record_batch(records, schema, include_headers)
+
+
+def columns_to_record_batch(
+    columns: RecordColumns, topic: str, partition: int, schema: pa.Schema
+) -> pa.RecordBatch:
+    """Spark's read columns from decoded record columns: keys and values are copied straight
+    from the record bytes into Arrow binary arrays, nothing per record in Python."""
+    n = len(columns)
+    data = pa.py_buffer(columns.data)
+    arrays = [
+        _binary_column(data, columns.key_starts, columns.key_lengths),
+        _binary_column(data, columns.value_starts, columns.value_lengths),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array(columns.offsets, pa.int64()),
+        pa.array(columns.timestamps, _TS_MS).cast(_TS_US),
+        pa.array(columns.timestamp_types, pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _binary_column(data: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """Spans of `data` (length -1: null) as a binary array. Arrow copies them out in C++: the
+    spans and the gaps between them are the elements of one array over all of `data` (offsets
+    start0, end0, start1, end1, ...), and filtering its odd elements is the gather."""
+    n = len(starts)
+    if n == 0:
+        return pa.array([], pa.binary())
+    nulls = lengths < 0
+    null_count = int(np.count_nonzero(nulls))
+    if null_count == n:
+        return pa.nulls(n, pa.binary())
+    wide = data.size > _INT32_LIMIT
+    bounds = np.empty(2 * n + 1, dtype=np.int64 if wide else np.int32)
+    bounds[0] = 0
+    bounds[1::2] = starts
+    bounds[2::2] = starts + np.maximum(lengths, 0)
+    spans = pa.Array.from_buffers(
+        pa.large_binary() if wide else pa.binary(), 2 * n, [None, pa.py_buffer(bounds), data]
+    )
+    odd = np.zeros(2 * n, dtype=np.bool_)
+    odd[1::2] = True
+    values = spans.filter(pa.array(odd))
+    if wide:
+        values = values.cast(pa.binary())
+    if null_count:
+        validity = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+        offsets_buffer, values_buffer = values.buffers()[1:]
+        values = pa.Array.from_buffers(
+            pa.binary(),
+            n,
+            [validity, offsets_buffer, values_buffer],
+            null_count=null_count,
+            offset=values.offset,
+        )
+    return values

@@ -5,7 +5,9 @@ binary), `topic` (string; the `topic` option wins over it), `partition` (int; nu
 producer's partitioner decide), `headers` (array<struct<key:string,value:binary>>) and
 `timestamp` (timestamp). Spark hands each task its rows as Arrow batches; the task sends them
 through an idempotent zkafka `Producer` (cached per worker process and configuration), flushes at
-the end and fails with the first delivery error.
+the end and fails with the first delivery error. A batch is encoded into Kafka records by
+columns (`zkafka.spark.encode`) and queued as whole Kafka batches (`Producer.send_encoded`);
+rows the columnar encoder does not take (headers, keys left to the partitioner) go one by one.
 
 Guarantee, by default: at least once, as Spark documents for its Kafka sink. The idempotent
 producer removes duplicates from its own retries within a task, but a task or micro-batch that
@@ -27,7 +29,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -43,6 +45,9 @@ from zkafka.spark.errors import SchemaError
 from zkafka.spark.options import ClientSpec, SinkOptions
 from zkafka.spark.schema import SinkColumns
 from zkafka.spark.transactional import marker, task_identity, written_up_to
+
+if TYPE_CHECKING:
+    from zkafka.spark.encode import EncodedSend
 
 log = logging.getLogger("zkafka.spark")
 
@@ -72,6 +77,26 @@ class _ProducerThread:
             return [await send_one(t, v, k, h, p, ts) for t, k, v, h, p, ts in rows]
 
         return self.runner.run(send())
+
+    def send_encoded(self, sends: list[EncodedSend]) -> list[asyncio.Future[RecordMetadata]]:
+        async def send() -> list[asyncio.Future[RecordMetadata]]:
+            send_one = self.producer.send_encoded
+            return [await send_one(s.topic, s.records, s.partition) for s in sends]
+
+        return self.runner.run(send())
+
+    def send_batch(
+        self, batch: pa.RecordBatch, columns: SinkColumns, topic: str | None
+    ) -> tuple[list[asyncio.Future[RecordMetadata]], str | None]:
+        """Queue one Arrow batch's rows: encoded by columns when `encode_batch` can, else row by
+        row. Returns the futures and the topic of the first row (None without rows)."""
+        from zkafka.spark.encode import encode_batch  # numpy and pyarrow.compute: writers only
+
+        sends = encode_batch(batch, columns, topic, self.producer.batch_size)
+        if sends is not None:
+            return self.send_encoded(sends), sends[0].topic if sends else None
+        rows = batch_rows(batch, columns, topic)
+        return self.send_all(rows), rows[0][0] if rows else None
 
     def first_error(
         self, futures: list[asyncio.Future[RecordMetadata]], *, flush: bool
@@ -176,9 +201,9 @@ def write_batches(
     futures: list[asyncio.Future[RecordMetadata]] = []
     try:
         for batch in batches:
-            rows = batch_rows(batch, columns, options.topic)
-            futures.extend(producer.send_all(rows))
-            sent += len(rows)
+            queued, _ = producer.send_batch(batch, columns, options.topic)
+            futures.extend(queued)
+            sent += batch.num_rows
             error = producer.first_error(futures, flush=False)
             if error is not None:
                 raise error
@@ -218,11 +243,10 @@ def write_exactly_once(
         sent, topic = 0, None
         futures: list[asyncio.Future[RecordMetadata]] = []
         for batch in batches:
-            rows = batch_rows(batch, columns, options.topic)
-            if rows and topic is None:
-                topic = rows[0][0]
-            futures.extend(task.send_all(rows))
-            sent += len(rows)
+            queued, first_topic = task.send_batch(batch, columns, options.topic)
+            topic = topic or first_topic
+            futures.extend(queued)
+            sent += batch.num_rows
             error = task.first_error(futures, flush=False)
             if error is not None:
                 raise error
