@@ -19,7 +19,7 @@ sys.path.insert(0, str(PIPELINE.parent.parent))
 from clickstream.sessions_run import run_sessions
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(600)
 def test_sessions_enriched_and_late_clicks_counted(spark: Any, bootstrap: str, tmp_path: Path) -> None:
     with (tmp_path / "report.txt").open("w") as report:
         outcome = run_sessions(

@@ -118,7 +118,7 @@ def test_worker_killed_mid_stream_recovers_exactly_once(
     assert all(by_batch[b] == {0} for b in range(killed_after + 1, records // 200))
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 def test_pipeline_run_on_the_standalone_cluster(
     spark_standalone: StandaloneCluster, three_brokers: LocalCluster, tmp_path: Path
 ) -> None:
@@ -136,7 +136,7 @@ def test_pipeline_run_on_the_standalone_cluster(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
     try:
-        out, _ = proc.communicate(timeout=200)
+        out, _ = proc.communicate(timeout=420)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
