@@ -142,6 +142,7 @@ def test_pipeline_run_on_the_standalone_cluster(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
     report = out.decode(errors="replace")
+    print(report)  # the pipeline's tables and timings (`pytest -rP` shows them)
     assert proc.returncode == 0, report
     assert f"Spark session on {spark_standalone.master_url}" in report
     assert "FAIL" not in report and report.count("OK ") >= 8, report
