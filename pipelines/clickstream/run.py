@@ -15,6 +15,8 @@ check against what was produced.
 5. Prints the tables and checks them: the windows add up to what was produced, the statistics
    topic holds the same windows as the Parquet output, and the batch totals equal the events
    that the producer's acknowledgements place in that offset range.
+6. The sessions job (sessions_run.py): clicks in event-time sessions (`session_window`, watermark)
+   enriched from a compacted users topic read as a table, late clicks counted, checked exactly.
 Exit status 0 when every check holds.
 """
 
@@ -37,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: make the `clickstream` package
 
 from clickstream.events import PAGES, Totals, events_by_minute_and_page, generate, produce, totals_by_page
 from clickstream.jobs import batch_totals, read_stats_topic, start_streaming_jobs
+from clickstream.sessions_run import run_sessions
 from zkafka.cli.output import console as make_console
 from zkafka.cli.output import print_table
 from zkafka.client.sync import SyncAdminClient
@@ -70,6 +73,7 @@ def run(
     spark: Any = None,
     master: str = "local[2]",
     console: Console | None = None,
+    sessions: bool = True,
 ) -> PipelineResult:
     """Run the pipeline (in `spark`, or a session of its own on `master`: local[N] or a cluster's
     spark://host:port) and print what it found."""
@@ -121,6 +125,9 @@ def run(
         start = {p: ends.get(p, 0) // 2 for p in range(PARTITIONS)}
         end = {p: ends.get(p, 0) for p in range(PARTITIONS)}
         _report_batch(spark, client, topic, start, end, acks, result, console)
+        if sessions:
+            outcome = run_sessions(spark, client, bootstrap, replication, run_id, workdir, console)
+            result.checks.update(outcome.checks)
     finally:
         if own_session:
             spark.stop()

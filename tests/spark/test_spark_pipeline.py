@@ -1,5 +1,6 @@
 """The clickstream pipeline (pipelines/clickstream) end to end on the shared session and cluster:
-its own checks (windows = produced events, topic = Parquet, batch range = acknowledged offsets)."""
+its own checks (windows = produced events, topic = Parquet, batch range = acknowledged offsets).
+Its sessions step has a test of its own (test_spark_sessions.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def test_clickstream_pipeline_checks_out(spark: Any, bootstrap: str, tmp_path: P
         minutes=3,
         workdir=tmp_path,
         spark=spark,
+        sessions=False,
     )
     console.file.close()
     assert result.checks and result.ok, result.checks

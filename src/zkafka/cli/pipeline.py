@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="pipeline_command", metavar="COMMAND", required=True)
     run = commands.add_parser(
-        "run", help="run the clickstream pipeline (streaming + batch) and check its results"
+        "run",
+        help="run the clickstream pipeline (streaming, batch, enriched event-time sessions) and check "
+        "its results",
     )
     add_target_args(run, zookeeper="ZooKeeper connect string of the cluster")
     run.add_argument("--events", type=int, default=6000)
@@ -81,7 +83,9 @@ def demo_step(console: Console, bootstrap: str, step: str) -> None:
         return
     console.print(
         'Spark local[2] reads and writes the cluster through format("zkafka"): a streaming job counts '
-        "events per page per minute (watermark) into Parquet and a topic, a batch job reads an offset range."
+        "events per page per minute (watermark) into Parquet and a topic, a batch job reads an offset range, "
+        "and a sessions job groups clicks into event-time sessions, enriches them from a compacted users "
+        "topic read as a table, and counts the clicks that came too late."
     )
     if run_pipeline(["--bootstrap-server", bootstrap]) != 0:
         raise CliError("the clickstream pipeline failed")
