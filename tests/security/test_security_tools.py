@@ -309,6 +309,11 @@ def test_librdkafka_spelling_of_kafka_client_keys(tmp_path: Path) -> None:
 def test_spark_connector_takes_kafka_security_options(secured: SecureCluster) -> None:
     pytest.importorskip("pyspark")
     from zkafka.spark.errors import OptionError
+
+    # its own topic, whatever else ran before (the command-config test creates the same one)
+    ok(zkafka("topics", "--bootstrap-server", f"localhost:{secured.sasl_ssl}", "--command-config",
+              str(scram_config(secured)), "--create", "--if-not-exists", "--topic", "tools",
+              "--partitions", "2", "--replication-factor", "1"))  # fmt: skip
     from zkafka.spark.options import parse_sink_options, parse_source_options
 
     options = {
