@@ -49,7 +49,12 @@ fi
 if [ ! -f $STAMP ] || [ pyproject.toml -nt $STAMP ]; then
     echo "setup: installing zkafka with its dev and spark extras into $VENV"
     $VENV/bin/pip install -q --upgrade pip >/dev/null
-    $VENV/bin/pip install -q -e ".[dev,spark]"
+    # pip looks in every index it is configured with (a machine's local wheel index, then PyPI) for
+    # each exact pin; one it cannot find anywhere fails the install, and the set-up with it, loudly.
+    if ! $VENV/bin/pip install -q -e ".[dev,spark]"; then
+        echo "setup: ERROR: pip could not install zkafka's pinned dependencies (pyproject.toml, extras dev and spark: the error above); is PyPI reachable?" >&2
+        exit 1
+    fi
     touch $STAMP
 fi
 # KafkaJS from npm (exact version and hash in tests/interop/kafkajs/package-lock.json), into that
