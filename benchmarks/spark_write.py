@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/spark_write.py [--records 2000000] [--partitions 8] [--record-size 100]
                                                [--bootstrap-server HOST:PORT] [--rounds 3] [--no-spark]
+                                               [--standalone]
 
 1. Starts ZooKeeper and one broker process (unless --bootstrap-server is given) and creates a
    topic of `partitions` partitions.
@@ -14,6 +15,9 @@
    Parquet and JSON file sinks, and to `noop` (reading the input alone). Each sink once to warm
    up, then `rounds` times; medians of wall and CPU seconds (Spark's JVM and its Python workers;
    the broker not counted, its CPU is shown on its own line).
+4. With --standalone, step 3 again on a standalone cluster on loopback (a master and two 1-core
+   workers, `zkafka.testing.spark_cluster`); CPU then counts the driver's and the workers'
+   process trees (the executors are the workers' children).
 Prints records/s per sink, the zkafka sink as a share of Spark's file sinks, and the ratio to
 the aim the read side has (600,000 records/s on local[2]; issue 17 sets no separate figure for
 writes). Nothing here is asserted; the numbers are in docs/performance.md.
@@ -40,10 +44,15 @@ TOPIC = "spark-write-bench"
 SINKS = ("noop", "zkafka", "parquet", "json")
 
 
+def cpu_of(roots: list[int]) -> float:
+    return sum(tree_cpu_seconds(root) for root in roots)
+
+
 def write_once(
-    spark: Any, source: str, sink: str, out: Path, bootstrap: str, broker_pid: int | None
+    spark: Any, source: str, sink: str, out: Path, bootstrap: str, broker_pid: int | None, roots: list[int]
 ) -> tuple:
-    """One streaming query from the Parquet input into `sink`: (rows, wall, CPU, broker CPU)."""
+    """One streaming query from the Parquet input into `sink`: (rows, wall, CPU of the process
+    trees `roots`, broker CPU)."""
     stream = spark.readStream.schema("value binary").parquet(source)
     writer = stream.writeStream.format(sink).option("checkpointLocation", str(out / "checkpoint"))
     if sink == "zkafka":
@@ -51,12 +60,13 @@ def write_once(
     elif sink != "noop":
         writer = writer.option("path", str(out / "data"))
     broker_before = tree_cpu_seconds(broker_pid) if broker_pid else 0.0
-    with Timed(spark_jvm_pid(spark)) as t:
-        query = writer.trigger(availableNow=True).start()
-        query.awaitTermination()
+    cpu_before, wall_before = cpu_of(roots), time.perf_counter()
+    query = writer.trigger(availableNow=True).start()
+    query.awaitTermination()
+    wall, cpu = time.perf_counter() - wall_before, cpu_of(roots) - cpu_before
     broker_cpu = tree_cpu_seconds(broker_pid) - broker_before if broker_pid else 0.0
     rows = sum(p["numInputRows"] for p in query.recentProgress)
-    return rows, t.wall, t.cpu, broker_cpu
+    return rows, wall, cpu, broker_cpu
 
 
 def outside_spark(bootstrap: str, records: int, size: int) -> tuple[float, float]:
@@ -83,46 +93,24 @@ def outside_spark(bootstrap: str, records: int, size: int) -> tuple[float, float
     return t.wall, t.cpu
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--record-size", type=int, default=100)
-    parser.add_argument("--bootstrap-server", default=None)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-spark", action="store_true", help="only the task outside Spark")
-    parser.add_argument("--sinks", default=",".join(SINKS), help="comma-separated, of " + ", ".join(SINKS))
-    args = parser.parse_args()
-    console = Console(width=120)
-    with ExitStack() as stack:
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zkafka-spark-write-")))
-        bootstrap, broker_pid = args.bootstrap_server, None
-        if bootstrap is None:
-            from zkafka.local.zookeeper import ZooKeeperServer
-            from zkafka.testing.cluster import running_cluster
+def in_spark(
+    console: Console,
+    args: argparse.Namespace,
+    tmp: Path,
+    bootstrap: str,
+    broker_pid: int | None,
+    label: str,
+    master: str,
+    conf: dict[str, str],
+    extra_roots: list[int],
+) -> None:
+    """Step 3 on one Spark (`master`): every sink once to warm up, then `rounds` times; a table."""
+    from zkafka.spark.session import local_session
 
-            zookeeper = ZooKeeperServer(data_dir=tmp / "zookeeper")
-            zookeeper.start()
-            stack.callback(zookeeper.stop)
-            cluster = stack.enter_context(running_cluster(zookeeper, tmp / "cluster", brokers=1))
-            bootstrap = cluster.bootstrap_servers
-            broker_pid = next(iter(cluster.brokers.values())).pid
-        with SyncAdminClient(bootstrap) as admin:
-            admin.create_topic(TOPIC, args.partitions, 1)
-
-        wall, cpu = outside_spark(bootstrap, args.records, args.record_size)
-        console.print(
-            f"one task's write_batches outside Spark [1 core]: {args.records:,} records, {wall:.2f} s, "
-            f"{args.records / wall:,.0f} records/s, {cpu:.2f} CPU s, {cpu / args.records * 1e6:.2f} µs/record"
-        )
-        if args.no_spark:
-            return 0
-        from zkafka.spark.session import local_session
-
-        spark = local_session("zkafka-write-bench", master="local[2]")
-        stack.callback(spark.stop)
+    tmp.mkdir(parents=True, exist_ok=True)
+    spark = local_session("zkafka-write-bench", master=master, conf=conf)
+    try:
+        roots = [spark_jvm_pid(spark), *extra_roots]
         source = str(tmp / "input")
         start = time.perf_counter()
         (
@@ -136,11 +124,11 @@ def main() -> int:
         results: dict[str, list[tuple]] = {s: [] for s in sinks}
         for i in range(args.rounds + 1):
             for sink in sinks:  # interleaved, so that a burst of other work hits every sink alike
-                run = write_once(spark, source, sink, tmp / f"{sink}-{i}", bootstrap, broker_pid)
+                run = write_once(spark, source, sink, tmp / f"{sink}-{i}", bootstrap, broker_pid, roots)
                 if i:
                     results[sink].append(run)
         table = Table(
-            title=f"Spark local[2] streaming writes (AvailableNow, Parquet input): {args.records:,} "
+            title=f"Spark {label} streaming writes (AvailableNow, Parquet input): {args.records:,} "
             f"records of {args.record_size} B, medians of {args.rounds}"
         )
         for col in ("sink", "records", "wall s", "records/s", "CPU s", "CPU µs/record", "broker CPU s"):
@@ -168,6 +156,70 @@ def main() -> int:
             for fmt in ("parquet", "json"):
                 if fmt in rates:
                     console.print(f"zkafka sink / Spark's {fmt} sink (records/s): {ours / rates[fmt]:.2f}")
+    finally:
+        spark.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--record-size", type=int, default=100)
+    parser.add_argument("--bootstrap-server", default=None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-spark", action="store_true", help="only the task outside Spark")
+    parser.add_argument(
+        "--standalone", action="store_true", help="also on a standalone cluster of two 1-core workers"
+    )
+    parser.add_argument("--sinks", default=",".join(SINKS), help="comma-separated, of " + ", ".join(SINKS))
+    args = parser.parse_args()
+    console = Console(width=120)
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="zkafka-spark-write-")))
+        bootstrap, broker_pid = args.bootstrap_server, None
+        if bootstrap is None:
+            from zkafka.local.zookeeper import ZooKeeperServer
+            from zkafka.testing.cluster import running_cluster
+
+            zookeeper = ZooKeeperServer(data_dir=tmp / "zookeeper")
+            zookeeper.start()
+            stack.callback(zookeeper.stop)
+            cluster = stack.enter_context(running_cluster(zookeeper, tmp / "cluster", brokers=1))
+            bootstrap = cluster.bootstrap_servers
+            broker_pid = next(iter(cluster.brokers.values())).pid
+        with SyncAdminClient(bootstrap) as admin:
+            admin.create_topic(TOPIC, args.partitions, 1)
+
+        wall, cpu = outside_spark(bootstrap, args.records, args.record_size)
+        console.print(
+            f"one task's write_batches outside Spark [1 core]: {args.records:,} records, {wall:.2f} s, "
+            f"{args.records / wall:,.0f} records/s, {cpu:.2f} CPU s, {cpu / args.records * 1e6:.2f} µs/record"
+        )
+        if args.no_spark:
+            return 0
+        where = [("local[2]", "local[2]", {}, lambda: [])]
+        if args.standalone:
+            from zkafka.testing.spark_cluster import standalone_cluster
+
+            sc = stack.enter_context(standalone_cluster(tmp / "spark-standalone", workers=2))
+            workers = [w.process.pid for w in sc.workers if w.process is not None]
+            where.append(
+                ("standalone, 2 workers x 1 core", sc.master_url, sc.app_conf("1g"), lambda: workers)
+            )
+        for label, master, conf, extra_roots in where:
+            in_spark(
+                console,
+                args,
+                tmp / label.split(",")[0],
+                bootstrap,
+                broker_pid,
+                label,
+                master,
+                conf,
+                extra_roots(),
+            )
     return 0
 
 
