@@ -178,11 +178,13 @@ def test_a_returning_leader_truncates_what_it_alone_had(cluster: Cluster) -> Non
     assert b"only-on-old-leader" not in new_log
     values = [v for _, v in read_partitions(cluster.bootstrap, topic, [0])[0]]
     assert values == [b"common-%d" % i for i in range(100)] + [b"new-leader-%d" % i for i in range(30)]
+
     # both replicas record the new epoch starting where the old leader's own records were cut off
-    checkpoints = {
-        b: LeaderEpochCheckpointFile(cluster.log_dir(b, topic, 0) / "leader-epoch-checkpoint").read()
-        for b in (old, follower)
-    }
-    assert (state["leader_epoch"], 100) in checkpoints[follower]
-    assert (state["leader_epoch"], 100) in checkpoints[old]
+    # (a change reaches the file off the event loop within ~500 ms, and always before a flush)
+    def checkpoint(b: int) -> list[tuple[int, int]]:
+        return LeaderEpochCheckpointFile(cluster.log_dir(b, topic, 0) / "leader-epoch-checkpoint").read()
+
+    entry = (state["leader_epoch"], 100)
+    for b in (follower, old):
+        wait_for(lambda b=b: entry in checkpoint(b), 10, f"broker {b}'s epoch checkpoint")
     assert "truncating from 120 to 100" in cluster.server_log(old)  # its 20 records, nothing else
