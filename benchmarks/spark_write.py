@@ -212,7 +212,7 @@ def main() -> int:
             in_spark(
                 console,
                 args,
-                tmp / label.split(",")[0],
+                tmp / label.split(",")[0].replace("[", "").replace("]", ""),  # no glob characters
                 bootstrap,
                 broker_pid,
                 label,
