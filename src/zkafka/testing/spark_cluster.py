@@ -183,7 +183,13 @@ class StandaloneCluster:
         assert self.master is not None
         url = f"http://{LOOPBACK}:{self.master.ui_port}/json/"
         with urllib.request.urlopen(url, timeout=5) as response:
-            return dict(json.load(response))
+            body = response.read()
+        try:
+            return dict(json.loads(body))
+        except ValueError:
+            # a master still starting can answer with an empty page: not up yet (an OSError, which
+            # wait_for retries), not a broken cluster
+            raise ConnectionError(f"the Spark master's status page is not JSON yet: {body[:80]!r}") from None
 
     def alive_workers(self) -> list[str]:
         return [w["host"] + ":" + str(w["port"]) for w in self.status()["workers"] if w["state"] == "ALIVE"]
