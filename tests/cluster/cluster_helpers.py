@@ -268,6 +268,14 @@ def _metadata_knows(cluster: Cluster, topic: str, partitions: int) -> bool:
     return True
 
 
+def metadata_controller(cluster: Cluster, via: int) -> int:
+    """The controller id broker `via` names in Metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.local.brokers[via].bootstrap})
+    return admin.list_topics(timeout=5).controller_id
+
+
 def metadata_isr(cluster: Cluster, via: int, topic: str, partition: int = 0) -> tuple[int, set[int]]:
     """(leader, ISR) as broker `via` answers Metadata: what the controller's UpdateMetadata told it."""
     from confluent_kafka.admin import AdminClient

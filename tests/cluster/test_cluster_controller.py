@@ -15,6 +15,7 @@ from cluster_helpers import (
     Cluster,
     check_exactly_once,
     create_topic,
+    metadata_controller,
     read_partitions,
     running,
     topic_name,
@@ -49,6 +50,12 @@ def test_sigkill_of_the_controller_elects_another_with_the_next_epoch(cluster: C
     cluster.kill(old)
     new = cluster.wait_new_controller(old)
     assert cluster.controller_epoch() == epoch + 1
+    # every survivor names the new controller at once (it watches /controller), not the dead one its
+    # cache holds until the new controller's first UpdateMetadata: an admin client created now must
+    # not be sent to broker `old` (librdkafka would wait there until its request timed out)
+    for b in cluster.broker_ids:
+        if b != old:
+            wait_for(lambda b=b: metadata_controller(cluster, b) == new, 10, f"broker {b} to name {new}")
     # the new controller serves admin requests: a topic created now gets its state from epoch + 1
     topic = topic_name("after-failover")
     others = [b for b in cluster.broker_ids if b != old]

@@ -57,6 +57,12 @@ class ControllerAccess(Protocol):
     @property
     def is_active(self) -> bool: ...
 
+    @property
+    def active_controller_id(self) -> int:
+        """The broker named in /controller as this broker's controller module last read it (-1:
+        none known)."""
+        ...
+
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> tuple[ErrorCode, set[TopicPartition]]: ...
@@ -149,3 +155,25 @@ class BrokerServices:
     fetch_sessions: FetchSessionCache | None = None
     """The incremental fetch sessions (KIP-227, `zkafka.server.fetch_sessions`), used by the session
     layer around Fetch (`apis/fetch_session_layer.py`); None: every fetch is answered sessionless."""
+
+    def controller_id_for_clients(self) -> int:
+        """The controller that Metadata and DescribeCluster name (`controller_for_clients`)."""
+        return controller_for_clients(self.metadata, self.controller.active_controller_id)
+
+
+def controller_for_clients(cache: MetadataCache, elected: int) -> int:
+    """The controller to name to clients, given the cache and the broker `elected` in /controller
+    as this broker's controller module last read it (-1: none known).
+
+    Kafka's ZooKeeper-mode brokers answer the last UpdateMetadata's controller, which after a
+    failover stays the dead one until the new controller has loaded the cluster and sent its first
+    UpdateMetadata (seconds at scale): an admin client that looks the controller up in that window
+    waits on a broker that is gone and, like librdkafka's, does not ask again before its request
+    times out. Every broker watches /controller, so name the broker found there as soon as it
+    differs and the cache knows it. While /controller is empty (an election under way, which
+    takes milliseconds once the old session has expired) the cache's answer stands: a stale id
+    read there could otherwise leave every client without a controller."""
+    cached = cache.controller_id
+    if elected >= 0 and elected != cached and elected in cache.brokers:
+        return elected
+    return cached

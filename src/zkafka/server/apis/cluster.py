@@ -30,7 +30,7 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClus
             )
     return DescribeClusterResponse(
         cluster_id=ctx.services.identity.cluster_id,
-        controller_id=cache.controller_id,
+        controller_id=ctx.services.controller_id_for_clients(),
         brokers=brokers,
         cluster_authorized_operations=(
             authorized_operations(ctx, ResourceType.CLUSTER)

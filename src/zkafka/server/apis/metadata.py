@@ -194,7 +194,7 @@ def _answer(ctx: RequestContext, asked: _Asked, created: list[str] | tuple[()]) 
     return Resp(
         brokers=brokers,
         cluster_id=ctx.services.identity.cluster_id,
-        controller_id=cache.controller_id,
+        controller_id=ctx.services.controller_id_for_clients(),
         topics=topics,
         cluster_authorized_operations=(
             authorized_operations(ctx, ResourceType.CLUSTER)
