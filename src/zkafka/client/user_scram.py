@@ -19,8 +19,14 @@ from zkafka.protocol.messages import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
-from zkafka.security.scram import DEFAULT_ITERATIONS, mechanism_info, new_salt, salted_password
-from zkafka.security.scram_admin import MECHANISM_CODES, MECHANISM_NAMES
+from zkafka.security.scram_credentials import (
+    DEFAULT_ITERATIONS,
+    MECHANISM_CODES,
+    MECHANISM_NAMES,
+    mechanism_info,
+    new_salt,
+    salted_password,
+)
 
 __all__ = [
     "ScramDeletion",

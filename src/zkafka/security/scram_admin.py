@@ -35,6 +35,7 @@ from zkafka.security.scram import (
     user_display_name,
     user_znode_name,
 )
+from zkafka.security.scram_credentials import MECHANISM_CODES, MECHANISM_NAMES
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.model import ConfigType
 from zkafka.zk.sanitizer import DEFAULT_ENTITY
@@ -49,10 +50,6 @@ __all__ = [
     "credential_from_salted_password",
     "describe_credentials",
 ]
-
-MECHANISM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
-"""Kafka's ScramMechanism type bytes (0 is UNKNOWN)."""
-MECHANISM_NAMES = {code: name for name, code in MECHANISM_CODES.items()}
 
 
 @dataclass(frozen=True, slots=True)
