@@ -64,3 +64,4 @@ fuzz: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	find src -name __pycache__ -prune -exec rm -rf {} +
