@@ -77,3 +77,30 @@ def test_a_failing_callback_does_not_stop_the_others() -> None:
         assert done == [True] and len(ops) == 0
 
     asyncio.run(main())
+
+
+def test_a_failing_check_neither_escapes_notify_nor_strands_the_others() -> None:
+    """A check that raises (a long-poll fetch's re-read hitting a StorageError) runs inside
+    whoever notifies -- the follower fetch that moved the high watermark, an append -- and must
+    not fail that request or leave the key's later waiters (acks=all produce requests) parked
+    until their timeout. The raising waiter completes with True: its callback re-reads and answers
+    the error."""
+
+    async def main() -> None:
+        ops = DelayedOperations()
+        state = {"hw": 0}
+        done: list[tuple[str, bool]] = []
+
+        def failing_check() -> bool:
+            if state["hw"] == 0:
+                return False
+            raise OSError("cannot open segment")
+
+        ops.park(["k"], failing_check, 5, lambda ok: done.append(("fetch", ok)))
+        ops.park(["k"], lambda: state["hw"] >= 1, 5, lambda ok: done.append(("produce", ok)))
+        state["hw"] = 1
+        ops.notify("k")
+        assert sorted(done) == [("fetch", True), ("produce", True)]
+        assert len(ops) == 0
+
+    asyncio.run(main())

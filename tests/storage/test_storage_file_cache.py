@@ -247,6 +247,30 @@ def test_leader_epoch_writes_are_deferred_then_written_flushed_and_closed(tmp_pa
     assert file.read() == [(3, 0), (4, 2), (5, 3)]  # shutdown wrote the last change
 
 
+def test_a_failed_deferred_epoch_write_is_retried_and_keeps_the_recovery_point(tmp_path: Path) -> None:
+    """A deferred leader-epoch change whose write fails (disk full, out of descriptors) stays
+    pending: the log's next flush must write it -- or fail -- before the recovery point passes it.
+    Otherwise a restart recovers only from that recovery point and never re-derives the epoch of
+    the batches below it: the checkpoint lacks the epoch and OffsetsForLeaderEpoch answers wrong."""
+    with LogManager([tmp_path / "d"], LogConfig(), broker_id=1, cluster_id="c") as manager:
+        lg = manager.get_or_create_log("t", 0)
+        path = lg.dir_path / "leader-epoch-checkpoint"
+        file = LeaderEpochCheckpointFile(path)
+        assert lg.assign_leader_epoch(3)
+        blocker = path.with_name(path.name + ".tmp")
+        blocker.mkdir()  # the checkpoint's temporary file cannot be created: every write fails
+        assert manager.write_leader_epoch_checkpoints() == 0  # logged, not lost
+        append(lg, batch(2), leader_epoch=3)
+        with pytest.raises(OSError):
+            lg.flush()
+        assert lg.recovery_point == 0
+        assert (file.read() if path.exists() else []) == []
+        blocker.rmdir()
+        lg.flush()
+        assert file.read() == [(3, 0)]
+        assert lg.recovery_point == 2
+
+
 def test_beyond_the_lease_budget_a_read_returns_the_bytes_instead_of_a_pin(tmp_path: Path) -> None:
     """One fetch over thousands of partitions must not pin thousands of descriptors."""
     cache = FileCache(4)

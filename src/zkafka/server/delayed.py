@@ -100,7 +100,17 @@ class DelayedOperations:
         if not waiters:
             return
         for w in list(waiters):
-            if not w.done and w.check():
+            if w.done:
+                continue
+            try:
+                ready = w.check()
+            except Exception:
+                # The check runs inside whoever notifies (a follower's fetch that moved the high
+                # watermark, an append): its error must fail neither that request nor the waiters
+                # after this one. Completing lets the waiter's own callback re-read and answer it.
+                log.exception("checking a delayed operation failed")
+                ready = True
+            if ready:
                 self._finish(w, True)
 
     def notify_all(self) -> None:

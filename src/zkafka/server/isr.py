@@ -58,7 +58,8 @@ class IsrManager:
         self.last_publish_ms = int(time.time() * 1000)
         self._inflight: set[TopicPartition] = set()
         """Partitions with an ISR change queued or being written."""
-        self._queued: list[tuple[Partition, tuple[int, ...], str]] = []
+        self._queued: list[tuple[Partition, LeaderState | None, tuple[int, ...], str]] = []
+        """(partition, the state the change was decided from, new ISR, why)."""
         self._flusher: asyncio.Future[None] | None = None
 
     # -- decisions (on the loop) ------------------------------------------------------------------
@@ -104,7 +105,7 @@ class IsrManager:
         meanwhile) go to ZooKeeper together: a follower that comes back or goes away changes the
         ISR of every partition it follows, thousands, one round trip each otherwise."""
         self._inflight.add(partition.tp)
-        self._queued.append((partition, new_isr, why))
+        self._queued.append((partition, partition.state, new_isr, why))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
             self._flusher.add_done_callback(lambda t: _report_failure(t, "ISR updates"))
@@ -118,19 +119,22 @@ class IsrManager:
                 # The rest is dropped too: the next shrink check, or the follower's next fetch,
                 # decides again from what the partitions then look like.
                 dropped, self._queued = self._queued, []
-                for partition, _, _ in dropped:
+                for partition, _, _, _ in dropped:
                     self._inflight.discard(partition.tp)
                 raise
             finally:
-                for partition, _, _ in batch:
+                for partition, _, _, _ in batch:
                     self._inflight.discard(partition.tp)
 
-    async def _update(self, batch: list[tuple[Partition, tuple[int, ...], str]]) -> None:
+    async def _update(self, batch: list[tuple[Partition, LeaderState | None, tuple[int, ...], str]]) -> None:
         updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
         decided: dict[TopicPartition, tuple[Partition, LeaderState, str]] = {}
-        for partition, new_isr, why in batch:
+        for partition, decided_from, new_isr, why in batch:
             state = partition.state
-            if state is None or not new_isr:
+            if state is None or state is not decided_from or not new_isr:
+                # A LeaderAndIsr came after the decision (this broker may not even lead any more):
+                # its state wins; written with its epoch and zkVersion, the decision would replace
+                # the controller's ISR. The next check decides again from the new state.
                 continue
             desired = LeaderAndIsr(state.leader, state.leader_epoch, new_isr, zk_version=state.zk_version)
             updates[partition.tp] = desired, state.controller_epoch

@@ -122,8 +122,8 @@ class Partition:
     def make_leader(self, state: LeaderState, now_ms: int) -> None:
         """Become leader: record the new epoch at the log end (so followers truncate correctly)
         and start tracking every other assigned replica."""
+        self.log.assign_leader_epoch(state.leader_epoch)  # first: a closed log raises, nothing changed
         self.state = state
-        self.log.assign_leader_epoch(state.leader_epoch)
         old = self.followers
         self.followers = {
             r: old.get(r, FollowerState(last_caught_up_ms=now_ms if r in state.isr else 0))

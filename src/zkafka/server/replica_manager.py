@@ -299,7 +299,12 @@ class ReplicaManager:
                 errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             if state.leader == self.broker_id:
-                p.make_leader(state, now)
+                try:
+                    p.make_leader(state, now)
+                except StorageError as e:  # its log was closed by an I/O error: this partition only
+                    log.error("%s: cannot become leader: %s", tp, e)
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                    continue
                 stopped.append(tp)
                 led.append(tp)
                 log.debug("%s: leader at epoch %d, ISR %s", tp, state.leader_epoch, list(state.isr))

@@ -78,8 +78,8 @@ class LeaderEpochCache:
                 self._dirty = True
                 self._queue.append(self._owner)
             return
-        self._dirty = False
         self._file.write(self.entries(), sync=sync)
+        self._dirty = False  # only once written: a failed write stays pending
         self._unsynced = not sync
 
     def defer_writes(self, queue: deque[Any], owner: object) -> None:
@@ -94,8 +94,10 @@ class LeaderEpochCache:
     def write_if_dirty(self) -> None:
         """Write the file (no fsync) when a deferred change is pending."""
         if self._dirty and self._file is not None:
-            self._dirty = False
+            # cleared only once written: after a failed write the log's next flush tries again (and
+            # fails before its recovery point passes the change)
             self._file.write(self.entries(), sync=False)
+            self._dirty = False
             self._unsynced = True
 
     def sync(self) -> None:

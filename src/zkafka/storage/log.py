@@ -729,7 +729,9 @@ class Log:
                 if self._bases[i] >= up_to:
                     break
                 self._segments[i].flush(fsync=fsync)
-            self.recovery_point = up_to
+        # The leader-epoch checkpoint (and the dir) before the recovery point moves: a restart
+        # re-derives epochs from the batches above the recovery point only, so a change that
+        # failed to be written must fail this flush rather than be passed.
         if not fsync:
             self.epochs.write_if_dirty()  # before the caller's syncfs
         if fsync:
@@ -737,6 +739,8 @@ class Log:
             if self._dir_dirty:
                 fsync_dir(self.dir_path)
                 self._dir_dirty = False
+        if up_to > start:
+            self.recovery_point = up_to
         if self._roll_flush_offset <= up_to:
             self._roll_flush_offset = -1
         self.last_flush_ms = self._now_ms()
