@@ -112,8 +112,15 @@ class FileRecords(DeferredRecords):
         if self._data is not None:
             return self._data
         data = os.pread(self._fd, self._size, self._position)
-        if len(data) < self._size:  # the segment shrank under us (truncation): pad never; cut
-            log.warning("segment read returned %d of %d bytes", len(data), self._size)
+        if len(data) < self._size:
+            # The segment was truncated after the response was sized (the partition became a
+            # follower and cut its log): the frame's length prefix already counts `size` bytes,
+            # so sending fewer would misalign every later response on the connection. Kafka fails
+            # the send ("Size of FileRecords has been truncated during write") and closes the
+            # connection; so do we (the network layer logs the reason), and the client retries.
+            raise ConnectionFatalError(
+                f"records truncated during the response write: read {len(data)} of {self._size} bytes"
+            )
         return data
 
     def batches(self) -> Iterator[bytes]:

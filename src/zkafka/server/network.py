@@ -97,7 +97,8 @@ Handler = Callable[[bytearray, "KafkaConnection"], HandlerResult]
 
 
 class ConnectionFatalError(Exception):
-    """Raised by a handler when the request cannot be answered at all (Kafka closes the socket)."""
+    """Raised by a handler, or by a response's encoding, when the request cannot be answered at all
+    (Kafka closes the socket)."""
 
 
 SMALL_FRAME = 64 * 1024  # frames above this get a buffer of their own
@@ -474,6 +475,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if encode is not None:
                     try:
                         slot = encode(slot)
+                    except ConnectionFatalError as e:  # e.g. records truncated under the response
+                        self._release(released)
+                        self.abort(str(e))
+                        return
                     except Exception as e:  # an unencodable response is a bug: log it, close
                         self._release(released)  # what was taken off the queue (the rest: on close)
                         _log_bug(e, self.peer)
