@@ -312,3 +312,57 @@ def test_running_out_of_descriptors_closes_cached_ones_instead_of_failing(tmp_pa
             lg.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert cache.evictions > 0
+
+
+def test_a_reopen_during_a_suffix_change_finds_the_renamed_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The cleaner reads without the log's lock; if the cache evicted a segment's descriptor, its
+    next read reopens the file by path. A rename (`.cleaned` -> `.swap` -> "") must not leave a
+    moment where the file is under its new name but the cache still opens the old one (ENOENT):
+    a read is made exactly in that moment, right after the `.log` is renamed on disk."""
+    from zkafka.storage.segment import LogSegment
+
+    cache = FileCache(16)
+    payload = os.urandom(512)
+    (tmp_path / "00000000000000000000.log.cleaned").write_bytes(payload)
+    seg = LogSegment(
+        tmp_path,
+        0,
+        index_interval_bytes=4096,
+        max_index_bytes=1 << 20,
+        created_ms=0,
+        suffix=".cleaned",
+        file_cache=cache,
+    )
+    with seg.pinned():
+        pass
+    assert seg.has_open_file
+    cache.relieve()  # evicted: the next read opens the file by its path
+    assert not seg.has_open_file
+
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            with seg.pinned() as fd:
+                outcome.append(os.pread(fd, len(payload), 0))
+        except OSError as e:
+            outcome.append(e)
+
+    real_replace = os.replace
+    reader: list[threading.Thread] = []
+
+    def replace(src, dst):  # type: ignore[no-untyped-def]
+        real_replace(src, dst)
+        if str(dst).endswith(".log") and not reader:
+            t = threading.Thread(target=read)
+            reader.append(t)
+            t.start()
+            t.join(2)  # done by now if nothing holds it back; else it waits for the rename to finish
+
+    monkeypatch.setattr(os, "replace", replace)
+    seg.change_suffix("")
+    monkeypatch.setattr(os, "replace", real_replace)
+    reader[0].join(30)
+    assert outcome == [payload]
+    assert seg.log_path == tmp_path / "00000000000000000000.log"
+    seg.close()

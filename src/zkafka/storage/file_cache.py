@@ -19,6 +19,8 @@ Rules that keep it correct:
 - Leases are bounded: at most half the capacity of them at once (`SegmentFile.try_lease` answers
   None beyond that, and the fetch path then reads the bytes at once instead of keeping the file
   pinned). One fetch over 30,000 partitions would otherwise pin 30,000 descriptors.
+- A file is renamed through the cache (`SegmentFile.rename`): the rename on disk and the new
+  `path` change together under its lock, so a reopen by another thread never uses a stale name.
 - Opening that hits EMFILE/ENFILE closes half of the unpinned descriptors and tries once more; a
   second failure is a `StorageError` for that request, not a failed log dir.
 """
@@ -82,6 +84,10 @@ class SegmentFile:
         """The owner is done with the file (segment closed or deleted): close it now, or when the
         last pin is released."""
         self.cache.close(self)
+
+    def rename(self, target: Path) -> None:
+        """Rename the file to `target`, atomically with respect to a reopen (see `FileCache.rename`)."""
+        self.cache.rename(self, target)
 
     def lease(self) -> FileLease:
         return FileLease(self)
@@ -208,6 +214,15 @@ class FileCache:
             file.closed = True
             if not file.pins:
                 self._close(file)
+
+    def rename(self, file: SegmentFile, target: Path) -> None:
+        """Rename the file on disk and its `path` in one step under the lock: an evicted file
+        reopened by another thread (the cleaner reads without the log's lock) between the two
+        would otherwise open the old name, gone already (ENOENT). An open descriptor follows the
+        inode, so it needs nothing."""
+        with self._lock:
+            os.replace(file.path, target)
+            file.path = target
 
     # ---- descriptors ----------------------------------------------------------------------------
 

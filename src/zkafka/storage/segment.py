@@ -521,8 +521,8 @@ class LogSegment:
             else:
                 idx.path = target
         target = segment_file(self.dir_path, self.base_offset, LOG_SUFFIX, new_suffix)
-        os.replace(self.log_path, target)
-        self.log_path = self._file.path = target
+        self._file.rename(target)  # atomic with a reopen by a thread not holding the log's lock
+        self.log_path = target
         self.suffix = new_suffix
 
     def close(self) -> None:
