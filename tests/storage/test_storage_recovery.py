@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from storage_helpers import BASE_TS, append, batch, read_all, segment_files, small_config
+from storage_helpers import (
+    BASE_TS,
+    append,
+    append_follower,
+    batch,
+    read_all,
+    segment_files,
+    small_config,
+    with_offset,
+)
 
 from zkafka.records.batch import read_header, validate_batches
 from zkafka.storage.log import Log
@@ -287,3 +296,22 @@ def test_log_end_below_log_start_empties_the_log(tmp_path: Path) -> None:
     reopened = Log(tmp_path / "t-0", config, log_start_offset=50, had_clean_shutdown=True)
     assert (reopened.log_start_offset, reopened.log_end_offset, reopened.segment_bases()) == (50, 50, [50])
     reopened.close()
+
+
+def test_recovery_assigns_only_epochs_above_the_latest(tmp_path: Path) -> None:
+    """Kafka's `LogSegment.recover` assigns a batch's leader epoch only when it is above the
+    cache's latest epoch; a lower one (a batch of an older leader, kept by the log) changes
+    nothing, where a live `assign` would have dropped the higher entries. The checkpoint after
+    recovery says the same."""
+    d = tmp_path / "t-0"
+    config = small_config()
+    log = Log(d, config)
+    for base, epoch in ((0, 0), (2, 2), (4, 1), (6, 3)):
+        append_follower(log, with_offset(batch(2), base, epoch))
+    log.close()
+    (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")  # written before the later batches
+    reopened = Log(d, config, recovery_point=0, had_clean_shutdown=False)
+    assert reopened.log_end_offset == 8
+    assert reopened.epochs.entries() == [(0, 0), (2, 2), (3, 6)]
+    reopened.close()
+    assert (d / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n2 2\n3 6\n"
