@@ -55,6 +55,30 @@ def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
         return LeaderEpochCache(path), True
 
 
+def open_log_dir(
+    dir_path: Path,
+    new_segment: SegmentFactory,
+    name: str,
+    had_clean_shutdown: bool,
+    recovery_point: int,
+    log_start_offset: int,
+) -> tuple[LeaderEpochCache, LoadedLog]:
+    """A log's leader-epoch cache and segments: loaded from its directory, or, when the directory
+    does not exist yet, a new empty log in a directory made here. A directory this call made holds
+    nothing to list, check or recover: a new log costs its directory and its first `.log` (topic
+    creation makes thousands at once)."""
+    try:
+        dir_path.mkdir()
+    except FileExistsError:
+        epochs, rebuild_epochs = load_epoch_cache(dir_path)
+        loaded = LogLoader(dir_path, new_segment, epochs, name).load(
+            had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs
+        )
+        return epochs, loaded
+    epochs = LeaderEpochCache(dir_path / LEADER_EPOCH_CHECKPOINT)
+    return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
+
+
 @dataclass
 class LoadedLog:
     """What a log directory holds once loaded: its segments in offset order (never empty) and
@@ -105,7 +129,7 @@ class LogLoader:
         )
         for base in bases:
             seg = self.new_segment(base, create=False)
-            if not seg.indexes_present():
+            if seg.size and not seg.indexes_present():  # an empty one's are made on first write
                 # Kafka recovers such a segment; below the recovery point the data is trusted, so
                 # rebuilding the indexes from the batch headers is enough (done lazily)
                 log.info("%s has no index; it will be rebuilt", seg.log_path)
@@ -139,6 +163,11 @@ class LogLoader:
             self._changed,
             self._recovered_from,
         )
+
+    def create(self, log_start_offset: int) -> LoadedLog:
+        """The log of a directory just made (so empty): one empty segment, nothing to recover."""
+        self._add(self.new_segment(log_start_offset))
+        return LoadedLog(self._segments, log_start_offset, log_start_offset, log_start_offset, True)
 
     def _remove_temporary_files(self) -> list[int]:
         """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return
