@@ -106,6 +106,24 @@ def test_data_below_the_index_interval_gets_index_files_on_flush_and_on_close(tm
     assert {INDEX0, TIMEINDEX0} <= set(segment_files(tmp_path / "b-0"))
 
 
+def test_a_reloaded_empty_log_makes_its_index_files_with_its_first_data(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An empty segment loaded without index files, then given less data than one index entry
+    needs: its files are still made before a load may trust it."""
+    config = LogConfig(index_interval_bytes=4096)
+    Log(tmp_path / "t-0", config).close()
+    again = Log(tmp_path / "t-0", config, had_clean_shutdown=True)
+    append(again, batch(1))
+    again.close()
+    assert {INDEX0, TIMEINDEX0} <= set(segment_files(tmp_path / "t-0"))
+    caplog.set_level(logging.INFO, logger="zkafka.storage")
+    third = Log(tmp_path / "t-0", config, had_clean_shutdown=True, recovery_point=1)
+    assert [r.offset for r in all_records(third)] == [0]
+    assert not [r for r in caplog.records if "index" in r.getMessage()]
+    third.close()
+
+
 def test_a_clean_reload_of_a_small_segment_does_not_rebuild_its_indexes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -142,6 +142,7 @@ class SparseIndex:
             if log_size:
                 raise
             data = b""
+            self._absent = True  # made by `ensure_file` once the segment holds data
         size = self.entry_struct.size
         if len(data) % size:
             raise CorruptIndexError(f"{self.path}: length {len(data)} is not a multiple of {size}")
