@@ -1,7 +1,8 @@
-"""A new log is its directory and one `.log`: index files are made by the first write of entries,
-or once the segment holds data and is flushed, rolled or closed (topic creation makes thousands of
-logs at once). Whatever a crash leaves at any point must load: an empty segment without index
-files is an empty log, a segment with data but no index files is rebuilt from its `.log`."""
+"""A new log is its directory: its `.log` is made by the first write, its index files by their
+first entries or once the segment holds data and is flushed, rolled or closed (topic creation makes
+thousands of logs at once). Whatever a crash leaves at any point must load: a directory without a
+`.log` is an empty log from offset 0, an empty segment without index files an empty log, a segment
+with data but no index files is rebuilt from its `.log`."""
 
 from __future__ import annotations
 
@@ -24,12 +25,31 @@ INDEX0 = f"{0:020d}.index"
 TIMEINDEX0 = f"{0:020d}.timeindex"
 
 
-def test_a_new_log_is_its_directory_and_one_log_file(tmp_path: Path) -> None:
+def test_a_new_log_is_its_directory_until_written(tmp_path: Path) -> None:
     lg = Log(tmp_path / "t-0", LogConfig())
-    assert segment_files(tmp_path / "t-0") == [LOG0]
+    assert segment_files(tmp_path / "t-0") == []
     assert lg.log_end_offset == 0 and lg.log_start_offset == 0 and lg.recovery_point == 0
+    assert lg.read(0, 1 << 20).is_empty and lg.active_segment.largest_timestamp >= 0
     lg.close()
-    assert segment_files(tmp_path / "t-0") == [LOG0]  # closing an empty log makes nothing more
+    assert segment_files(tmp_path / "t-0") == []  # closing an empty log makes nothing
+    again = Log(tmp_path / "t-0", LogConfig(), had_clean_shutdown=True)
+    assert again.log_end_offset == 0 and again.log_start_offset == 0
+    again.close()
+    written = Log(tmp_path / "w-0", LogConfig())
+    append(written, batch(2))
+    assert LOG0 in segment_files(tmp_path / "w-0")
+    written.close()
+    assert [r.offset for r in all_records(Log(tmp_path / "w-0", LogConfig(), had_clean_shutdown=True))] == [
+        0,
+        1,
+    ]
+
+
+def test_a_new_log_from_another_offset_makes_its_log_file_at_once(tmp_path: Path) -> None:
+    """The `.log`'s name records where the log starts: only a log from 0 may go without one."""
+    lg = Log(tmp_path / "t-0", LogConfig(), log_start_offset=40)
+    assert segment_files(tmp_path / "t-0") == [f"{40:020d}.log"]
+    lg.close()
 
 
 def test_new_leaders_write_their_epoch_checkpoint_with_their_first_batch(tmp_path: Path) -> None:
@@ -41,17 +61,17 @@ def test_new_leaders_write_their_epoch_checkpoint_with_their_first_batch(tmp_pat
         logs = [manager.get_or_create_log("t", p, sync_dir=False) for p in range(20)]
         manager.sync_created_dirs()
         for p in range(20):
-            assert segment_files(tmp_path / "d" / f"t-{p}") == [LOG0]
+            assert segment_files(tmp_path / "d" / f"t-{p}") == []
         for lg in logs:
             lg.assign_leader_epoch(0)
         assert manager.write_leader_epoch_checkpoints() == 0
-        assert all(segment_files(tmp_path / "d" / f"t-{p}") == [LOG0] for p in range(20))
+        assert all(segment_files(tmp_path / "d" / f"t-{p}") == [] for p in range(20))
         append(logs[0], batch(2), leader_epoch=0)
         assert manager.write_leader_epoch_checkpoints() == 1
         assert checkpoint in segment_files(tmp_path / "d" / "t-0")
         assert LeaderEpochCheckpointFile(tmp_path / "d" / "t-0" / checkpoint).read() == [(0, 0)]
         logs[1].flush()  # a flush of an empty log writes nothing either
-        assert segment_files(tmp_path / "d" / "t-1") == [LOG0]
+        assert segment_files(tmp_path / "d" / "t-1") == []
     assert checkpoint not in segment_files(tmp_path / "d" / "t-1")  # nor does the shutdown
     with LogManager([tmp_path / "d"], LogConfig(), broker_id=1, cluster_id="c") as manager:
         assert manager.log_or_raise("t", 1).epochs.entries() == []

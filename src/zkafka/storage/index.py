@@ -112,8 +112,7 @@ class SparseIndex:
         self._absent = False
         """A new index whose file is not made yet: the first write (or `ensure_file`) creates it,
         emptying whatever stale file sits at the path, as creating it up front did."""
-        if create:
-            self._keys, self._values = array(self.key_type), array(self.value_type)
+        if create:  # the (empty) arrays too come with the first use: an idle replica holds none
             self._absent = True
 
     @property
@@ -135,6 +134,9 @@ class SparseIndex:
         the latter not for the index of an empty `.log`: a new segment's files are made on first
         write (see "Files made on first write" above), so an empty segment may have none."""
         if self._keys is not None:
+            return
+        if self._absent:
+            self._keys, self._values = array(self.key_type), array(self.value_type)
             return
         try:
             data = self.path.read_bytes()
@@ -162,6 +164,8 @@ class SparseIndex:
         raise NotImplementedError
 
     def _arrays(self) -> tuple[array, array]:
+        if self._keys is None and self._absent:
+            self.load(0)  # a new index: empty
         if self._keys is None or self._values is None:
             raise CorruptIndexError(f"{self.path}: used before load()")
         return self._keys, self._values
@@ -176,7 +180,7 @@ class SparseIndex:
     def is_full(self) -> bool:
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         return len(keys) >= self._full_at
 
     def try_append(self, key: int, value: int) -> bool:
@@ -184,7 +188,7 @@ class SparseIndex:
         the last key (relative offset for `.index`, timestamp for `.timeindex`)."""
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         if len(keys) >= self._full_at or (keys and key <= keys[-1]):
             return False
         self._append(key, value)
@@ -329,7 +333,7 @@ class OffsetIndex(SparseIndex):
         """Add (offset, position); offsets must strictly increase (Kafka's InvalidOffsetException)."""
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"offset {offset} does not fit in the index of segment {self.base_offset}")

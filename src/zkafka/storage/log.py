@@ -228,7 +228,9 @@ class Log:
 
     # ---- segments -------------------------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int, *, suffix: str = "", create: bool = True) -> LogSegment:
+    def _new_segment(
+        self, base_offset: int, *, suffix: str = "", create: bool = True, log_on_first_write: bool = False
+    ) -> LogSegment:
         return LogSegment(
             self.dir_path,
             base_offset,
@@ -239,6 +241,7 @@ class Log:
             suffix=suffix,
             create=create,
             file_cache=self._file_cache,
+            log_on_first_write=log_on_first_write,
         )
 
     def _add_segment(self, seg: LogSegment) -> None:

@@ -38,7 +38,8 @@ from zkafka.storage.segment import LogSegment
 log = logging.getLogger("zkafka.storage.log")
 
 SegmentFactory = Callable[..., LogSegment]
-"""`new_segment(base_offset, *, suffix="", create=True)`: a segment of the log being loaded."""
+"""`new_segment(base_offset, *, suffix="", create=True, log_on_first_write=False)`: a segment of the
+log being loaded."""
 
 
 def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
@@ -65,8 +66,8 @@ def open_log_dir(
 ) -> tuple[LeaderEpochCache, LoadedLog]:
     """A log's leader-epoch cache and segments: loaded from its directory, or, when the directory
     does not exist yet, a new empty log in a directory made here. A directory this call made holds
-    nothing to list, check or recover: a new log costs its directory and its first `.log` (topic
-    creation makes thousands at once)."""
+    nothing to list, check or recover: a new log costs its directory, and its first `.log` when it
+    is first written (topic creation makes thousands of logs at once)."""
     try:
         dir_path.mkdir()
     except FileExistsError:
@@ -137,8 +138,8 @@ class LogLoader:
             self._bases.append(base)
         if not had_clean_shutdown and self._segments:
             self._recover_from(recovery_point)
-        if not self._segments:
-            self._add(self.new_segment(log_start_offset))
+        if not self._segments:  # a new log never written (`create`), or a crash before its `.log`
+            self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
         active = self._segments[-1]
         if active.size:  # an empty one (an idle replica's) is left alone until its first append
             active.ensure_indexes()
@@ -165,8 +166,11 @@ class LogLoader:
         )
 
     def create(self, log_start_offset: int) -> LoadedLog:
-        """The log of a directory just made (so empty): one empty segment, nothing to recover."""
-        self._add(self.new_segment(log_start_offset))
+        """The log of a directory just made (so empty): one empty segment, nothing to recover.
+        From offset 0 its `.log` is made by the first write (or read) too: a directory without a
+        `.log` loads as an empty log from 0. From any other offset the file is made now, since its
+        name is what records where the log starts."""
+        self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
         return LoadedLog(self._segments, log_start_offset, log_start_offset, log_start_offset, True)
 
     def _remove_temporary_files(self) -> list[int]:

@@ -63,7 +63,10 @@ class LogSegment:
         suffix: str = "",
         create: bool = False,
         file_cache: FileCache | None = None,
+        log_on_first_write: bool = False,
     ) -> None:
+        """`log_on_first_write` (with `create`): the `.log` too is made by its first use, not now
+        (a new replica's first segment: see `zkafka.storage.log_loader.open_log_dir`)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.suffix = suffix
@@ -88,7 +91,7 @@ class LogSegment:
         self._unsynced = False  # written or truncated since the last fsync of the `.log`
         cache = file_cache if file_cache is not None else default_file_cache()
         if create:
-            self._file = SegmentFile(cache, self.log_path, create=True)
+            self._file = SegmentFile(cache, self.log_path, create=True, on_first_use=log_on_first_write)
             self.size = 0
             self._max_ts: int | None = NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
@@ -179,6 +182,9 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
+        """The `.log` mtime; a `.log` not made yet was last changed when the segment was made."""
+        if self._file.absent:
+            return self.created_ms
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     @property
