@@ -202,9 +202,9 @@ def _partition_dirs(cluster: Cluster, broker_id: int) -> set[str]:
 
 
 def test_fresh_partitions_survive_a_sigkill_of_every_broker_right_after_creation(cluster: Cluster) -> None:
-    """A new replica is its directory and one `.log` (index files come with data, the leader-epoch
-    checkpoint is written in the background): brokers SIGKILLed as soon as CreateTopics answers load
-    every log they had made, and every partition takes writes and serves them after the restart."""
+    """A new replica is its directory (its files come with its first write, the leader-epoch
+    checkpoint with its first batch): brokers SIGKILLed as soon as CreateTopics answers load every
+    log they had made, and every partition takes writes and serves them after the restart."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
