@@ -227,14 +227,26 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             console.print(f"[{total:,}] creating {topics} topics x {topic_size:,} partitions, RF {rf}")
             controller = zk.get_controller_id()
             assert controller is not None and controller > 0
+            # CPU seconds over creation, less dependent on the machine's load than the wall clock
+            zk_pid = zkserver.process.pid if zkserver.process is not None else None
+            cpu_pids = {**{f"b{b}": pid for b, pid in pids.items()}, **({"zk": zk_pid} if zk_pid else {})}
+            cpu_before = {k: cpu_seconds(pid) for k, pid in cpu_pids.items()}
             with profiled(args, f"{total}-create", {f"b{b}": pid for b, pid in pids.items()}):
                 t0 = time.perf_counter()
                 create_topics(cluster.bootstrap_servers, names, topic_size, rf, args.create_batch)
                 answered = time.perf_counter() - t0
                 led = wait_leaders(zk, paths, args.timeout) + answered
+            cpu = {k: cpu_seconds(pid) - cpu_before[k] for k, pid in cpu_pids.items()}
             run.add("create: CreateTopics answered", answered, "s")
             run.add("create: every leader in ZooKeeper", led, "s")
             run.add("create rate", total / led, "partitions/s", CREATE_AIM)
+            brokers_cpu = sum(v for k, v in cpu.items() if k != "zk")
+            run.add(
+                "create: brokers' CPU per 1,000 partitions",
+                brokers_cpu * 1000 / total,
+                "s",
+                note=", ".join(f"{k} {v:.1f} s" for k, v in sorted(cpu.items())),
+            )
 
             full = wait_full_isr(zk, paths, rf, args.timeout)
             run.add("create: then every ISR complete", full, "s")

@@ -4,6 +4,7 @@ with records nobody else has truncates them (leader epochs, OffsetForLeaderEpoch
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from cluster_helpers import (
 
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
+from zkafka.storage.naming import is_special_dir_name, parse_partition_dir_name
 
 
 @pytest.fixture(scope="module")
@@ -188,3 +190,48 @@ def test_a_returning_leader_truncates_what_it_alone_had(cluster: Cluster) -> Non
     for b in (follower, old):
         wait_for(lambda b=b: entry in checkpoint(b), 10, f"broker {b}'s epoch checkpoint")
     assert "truncating from 120 to 100" in cluster.server_log(old)  # its 20 records, nothing else
+
+
+def _partition_dirs(cluster: Cluster, broker_id: int) -> set[str]:
+    logs = cluster.log_dir(broker_id, "x").parent
+    return {
+        d.name
+        for d in logs.iterdir()
+        if d.is_dir() and parse_partition_dir_name(d.name) is not None and not is_special_dir_name(d.name)
+    }
+
+
+def test_fresh_partitions_survive_a_sigkill_of_every_broker_right_after_creation(cluster: Cluster) -> None:
+    """A new replica is its directory (its files come with its first write, the leader-epoch
+    checkpoint with its first batch): brokers SIGKILLed as soon as CreateTopics answers load every
+    log they had made, and every partition takes writes and serves them after the restart."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, partitions = topic_name("fresh"), 240
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 2)], operation_timeout=60)[topic].result(90)
+    for b in cluster.broker_ids:
+        cluster.kill(b)
+    made = {b: _partition_dirs(cluster, b) for b in cluster.broker_ids}
+    assert sum(1 for names in made.values() for n in names if n.startswith(f"{topic}-")) > 0
+    for b in cluster.broker_ids:
+        cluster.start(b)
+    for b in cluster.broker_ids:
+        loaded = [int(m) for m in re.findall(r"loaded (\d+) logs from", cluster.server_log(b))]
+        assert loaded and loaded[-1] == len(made[b]), f"broker {b} loaded {loaded[-1:]} of {len(made[b])}"
+    replicas = {int(p): set(rs) for p, rs in cluster.topic(topic)["partitions"].items()}
+    for p, rs in replicas.items():
+        cluster.wait_isr(topic, p, rs, timeout=60)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    failed: list[object] = []
+    for p in range(partitions):
+        producer.produce(
+            topic, value=b"v%d" % p, partition=p, on_delivery=lambda err, _m: err and failed.append(err)
+        )
+    assert producer.flush(60) == 0 and not failed
+    got = read_partitions(cluster.bootstrap, topic, list(range(partitions)))
+    assert got == {p: [(0, b"v%d" % p)] for p in range(partitions)}
+    for p, rs in replicas.items():
+        for b in rs:
+            assert (cluster.log_dir(b, topic, p) / f"{0:020d}.log").exists()

@@ -235,9 +235,12 @@ def test_leader_epoch_writes_are_deferred_then_written_flushed_and_closed(tmp_pa
         assert lg.assign_leader_epoch(3)
         assert lg.epochs.dirty
         assert (file.read() if path.exists() else []) == before  # nothing written on the caller
+        # not while the log has never held a batch (`test_storage_new_log_files`): its first does
+        assert manager.write_leader_epoch_checkpoints() == 0
+        assert (file.read() if path.exists() else []) == before
+        append(lg, batch(2), leader_epoch=3)
         assert manager.write_leader_epoch_checkpoints() == 1
         assert file.read() == [(3, 0)]
-        append(lg, batch(2), leader_epoch=3)
         lg.assign_leader_epoch(4)
         lg.flush()  # the flush writes (and fsyncs) a pending change itself
         assert file.read() == [(3, 0), (4, 2)]

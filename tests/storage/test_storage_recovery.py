@@ -130,6 +130,8 @@ def test_recovery_keeps_exactly_the_intact_prefix(
         for later in bases[bases.index(crashed) + 1 :]:
             for ext in (".log", ".index", ".timeindex"):
                 path = seg_path(dir_path, later, ext)
+                if not path.exists():  # a segment's index files come with its first entries
+                    continue
                 if crash[0] % 2:
                     path.unlink()
                 else:

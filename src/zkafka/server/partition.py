@@ -272,7 +272,13 @@ class Partition:
         # aborted transactions to the `.txnindex` (it may have lost entries; re-adding one it
         # holds is a no-op), as Kafka's recoverSegment rebuilds it
         recovered, self.log.recovered_from = self.log.recovered_from, None
-        start = psm.load_latest_snapshot(leo if recovered is None else recovered)
+        if leo == 0 and recovered is None:
+            # an empty log from offset 0: no snapshot can hold producers (none had a batch), so a
+            # new replica (thousands at topic creation) does not list its directory for them
+            psm.clear()
+            start = None
+        else:
+            start = psm.load_latest_snapshot(leo if recovered is None else recovered)
         from_offset = start if start is not None else self.log.log_start_offset
         psm.map_end_offset = from_offset
         on_completed = None

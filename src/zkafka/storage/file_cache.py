@@ -62,15 +62,19 @@ def default_capacity(nofile_soft: int | None = None) -> int:
 class SegmentFile:
     """The descriptor slot of one `.log` file: open while in the cache or pinned, else None."""
 
-    __slots__ = ("cache", "closed", "fd", "path", "pins")
+    __slots__ = ("absent", "cache", "closed", "fd", "path", "pins")
 
-    def __init__(self, cache: FileCache, path: Path, *, create: bool = False) -> None:
+    def __init__(
+        self, cache: FileCache, path: Path, *, create: bool = False, on_first_use: bool = False
+    ) -> None:
         self.cache = cache
         self.path = path
         self.fd: int | None = None
         self.pins = 0
         self.closed = False
-        if create:  # a new segment: made empty now, and kept open (it is about to be written)
+        self.absent = create and on_first_use
+        """Not made yet: the first `acquire` creates it (emptying a stale file, as `create` does)."""
+        if create and not on_first_use:  # a new segment: made empty now, and kept open
             cache.create(self)
 
     def acquire(self) -> int:
@@ -171,7 +175,8 @@ class FileCache:
             if fd is None:
                 if file.closed:
                     raise LogClosedError(f"{file.path} is closed")
-                fd = self._open_file(file)
+                fd = self._open_file(file, _CREATE_FLAGS if file.absent else _OPEN_FLAGS)
+                file.absent = False
             else:
                 self._open.move_to_end(file)
             file.pins += 1

@@ -17,6 +17,12 @@ still caps the entry count (a full index forces a roll, as in Kafka).
 
 Arrays are loaded lazily: a segment that is never read after startup costs no memory or I/O.
 
+**Files made on first write.** A new segment's index files are created by their first write of
+entries, or before the segment is flushed, rolled or closed once it holds data (`ensure_file`),
+not when the segment is made: a new replica is then its directory and one `.log` (topic creation
+makes thousands at once). An empty `.log` without index files loads as empty indexes; a non-empty
+one without them is rebuilt from the `.log`, as after a crash.
+
 **No descriptor is held.** An index opens its file for each write (a chunk of entries, a
 truncation, an fsync) and closes it again, so a replica costs at most one descriptor (its `.log`,
 and only while the broker's `FileCache` keeps it open: `zkafka.storage.file_cache`), not
@@ -103,9 +109,11 @@ class SparseIndex:
         self._on_disk = 0
         self._pending = bytearray()
         self._unsynced = False  # written since the last fsync
-        if create:
-            os.close(open_or_relieve(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
-            self._keys, self._values = array(self.key_type), array(self.value_type)
+        self._absent = False
+        """A new index whose file is not made yet: the first write (or `ensure_file`) creates it,
+        emptying whatever stale file sits at the path, as creating it up front did."""
+        if create:  # the (empty) arrays too come with the first use: an idle replica holds none
+            self._absent = True
 
     @property
     def path(self) -> Path:
@@ -122,10 +130,21 @@ class SparseIndex:
         return self._keys is not None
 
     def load(self, log_size: int) -> None:
-        """Read and sanity-check the file (no-op when loaded). Raises CorruptIndexError/FileNotFoundError."""
+        """Read and sanity-check the file (no-op when loaded). Raises CorruptIndexError/FileNotFoundError,
+        the latter not for the index of an empty `.log`: a new segment's files are made on first
+        write (see "Files made on first write" above), so an empty segment may have none."""
         if self._keys is not None:
             return
-        data = self.path.read_bytes()
+        if self._absent:
+            self._keys, self._values = array(self.key_type), array(self.value_type)
+            return
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            if log_size:
+                raise
+            data = b""
+            self._absent = True  # made by `ensure_file` once the segment holds data
         size = self.entry_struct.size
         if len(data) % size:
             raise CorruptIndexError(f"{self.path}: length {len(data)} is not a multiple of {size}")
@@ -145,6 +164,8 @@ class SparseIndex:
         raise NotImplementedError
 
     def _arrays(self) -> tuple[array, array]:
+        if self._keys is None and self._absent:
+            self.load(0)  # a new index: empty
         if self._keys is None or self._values is None:
             raise CorruptIndexError(f"{self.path}: used before load()")
         return self._keys, self._values
@@ -159,7 +180,7 @@ class SparseIndex:
     def is_full(self) -> bool:
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         return len(keys) >= self._full_at
 
     def try_append(self, key: int, value: int) -> bool:
@@ -167,7 +188,7 @@ class SparseIndex:
         the last key (relative offset for `.index`, timestamp for `.timeindex`)."""
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         if len(keys) >= self._full_at or (keys and key <= keys[-1]):
             return False
         self._append(key, value)
@@ -208,13 +229,28 @@ class SparseIndex:
 
     @contextmanager
     def _opened(self) -> Iterator[int]:
-        """The file, opened for one write (see "No descriptor is held" above)."""
-        fd = open_or_relieve(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        """The file, opened for one write (see "No descriptor is held" above), made empty first
+        if this index was created and never written."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        if self._absent:
+            flags |= os.O_TRUNC
+        fd = open_or_relieve(self._path, flags)
+        self._absent = False
         try:
             yield fd
         finally:
             os.close(fd)
         self._unsynced = True
+
+    def ensure_file(self) -> bool:
+        """Create the file of a new index that has had no entry written yet (True when it did).
+        A segment holding data does this before it is flushed or closed, so a trusted segment
+        (below the recovery point, or after a clean shutdown) has both index files, as Kafka's."""
+        if not self._absent:
+            return False
+        with self._opened():
+            pass
+        return True
 
     def write_pending(self) -> None:
         if not self._pending:
@@ -247,7 +283,8 @@ class SparseIndex:
     def rename(self, path: Path) -> None:
         if self._keys is not None:
             self.write_pending()
-        os.replace(self.path, path)
+        if not self._absent:
+            os.replace(self.path, path)
         self.path = path
 
     def delete(self) -> None:
@@ -296,7 +333,7 @@ class OffsetIndex(SparseIndex):
         """Add (offset, position); offsets must strictly increase (Kafka's InvalidOffsetException)."""
         keys = self._keys
         if keys is None:
-            raise CorruptIndexError(f"{self.path}: used before load()")
+            keys = self._arrays()[0]
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"offset {offset} does not fit in the index of segment {self.base_offset}")

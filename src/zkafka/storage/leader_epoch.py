@@ -91,6 +91,12 @@ class LeaderEpochCache:
     def dirty(self) -> bool:
         return self._dirty
 
+    def queue_if_dirty(self) -> None:
+        """Queue the owner again for a deferred change its writer left pending (a log that had
+        no batch yet: `Log.write_epoch_checkpoint`)."""
+        if self._dirty and self._queue is not None:
+            self._queue.append(self._owner)
+
     def write_if_dirty(self) -> None:
         """Write the file (no fsync) when a deferred change is pending."""
         if self._dirty and self._file is not None:

@@ -58,7 +58,7 @@ from zkafka.storage.errors import (
     UnexpectedAppendOffsetError,
 )
 from zkafka.storage.file_cache import FileCache, FileLease
-from zkafka.storage.log_loader import LogLoader, load_epoch_cache
+from zkafka.storage.log_loader import open_log_dir
 from zkafka.storage.naming import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -207,10 +207,8 @@ class Log:
         # which snapshots it there as Kafka does: an unclean restart replays from the snapshot at
         # or below its first re-validated segment, so that replay stays one segment long)
         self.on_roll: Callable[[int], None] = lambda base: None
-        self.dir_path.mkdir(exist_ok=True)
-        self.epochs, rebuild_epochs = load_epoch_cache(self.dir_path)
-        loaded = LogLoader(self.dir_path, self._new_segment, self.epochs, repr(self)).load(
-            had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs
+        self.epochs, loaded = open_log_dir(
+            self.dir_path, self._new_segment, repr(self), had_clean_shutdown, recovery_point, log_start_offset
         )
         self._segments = loaded.segments
         self._bases = [seg.base_offset for seg in loaded.segments]
@@ -230,7 +228,9 @@ class Log:
 
     # ---- segments -------------------------------------------------------------------------------
 
-    def _new_segment(self, base_offset: int, *, suffix: str = "", create: bool = True) -> LogSegment:
+    def _new_segment(
+        self, base_offset: int, *, suffix: str = "", create: bool = True, log_on_first_write: bool = False
+    ) -> LogSegment:
         return LogSegment(
             self.dir_path,
             base_offset,
@@ -241,6 +241,7 @@ class Log:
             suffix=suffix,
             create=create,
             file_cache=self._file_cache,
+            log_on_first_write=log_on_first_write,
         )
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -371,6 +372,8 @@ class Log:
                     ) from e
             seg.append(batches, last, max_ts, offset_of_max)
             self._leo = last + 1
+            if first == 0:  # the first batch: a pending epoch change may be written now
+                self.epochs.queue_if_dirty()
             if assign_offsets:
                 if leader_epoch is not None and leader_epoch >= 0:
                     latest = self.epochs.latest_epoch
@@ -421,11 +424,29 @@ class Log:
             self._check_open()
             return self.epochs.assign(epoch, self._leo)
 
-    def write_epoch_checkpoint(self) -> None:
-        """Write a deferred leader-epoch checkpoint change (`LeaderEpochCache.defer_writes`)."""
+    def write_epoch_checkpoint(self) -> bool:
+        """Write a deferred leader-epoch checkpoint change (`LeaderEpochCache.defer_writes`); False
+        when it waits for the log's first batch (`_write_epochs`), whose append queues the log
+        again."""
         with self._lock:
-            if not self._closed:
-                self.epochs.write_if_dirty()
+            if self._closed or not self.epochs.dirty:
+                return True
+            return self._write_epochs()
+
+    def _write_epochs(self, *, sync: bool = False) -> bool:
+        """Write (and with `sync` fsync) a deferred leader-epoch change, but not while the log has
+        never held a batch: its entries then all start at offset 0 and describe no data, and a
+        topic's creation would write one checkpoint per new replica it leads. A load without the
+        file starts such a log with no epoch, which an empty log can have; once the log holds data
+        the change is written (its first append queues it again), and an unclean load re-derives
+        every epoch above the recovery point from the batches anyway. False while it waits."""
+        if self._leo == 0:
+            return False
+        if sync:
+            self.epochs.sync()
+        else:
+            self.epochs.write_if_dirty()
+        return True
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op when the active one is empty)."""
@@ -728,17 +749,15 @@ class Log:
             for i in range(first, len(self._segments)):
                 if self._bases[i] >= up_to:
                     break
-                self._segments[i].flush(fsync=fsync)
+                if self._segments[i].flush(fsync=fsync):
+                    self._dir_dirty = True
         # The leader-epoch checkpoint (and the dir) before the recovery point moves: a restart
         # re-derives epochs from the batches above the recovery point only, so a change that
         # failed to be written must fail this flush rather than be passed.
-        if not fsync:
-            self.epochs.write_if_dirty()  # before the caller's syncfs
-        if fsync:
-            self.epochs.sync()
-            if self._dir_dirty:
-                fsync_dir(self.dir_path)
-                self._dir_dirty = False
+        self._write_epochs(sync=fsync)  # without fsync: before the caller's syncfs
+        if fsync and self._dir_dirty:
+            fsync_dir(self.dir_path)
+            self._dir_dirty = False
         if up_to > start:
             self.recovery_point = up_to
         if self._roll_flush_offset <= up_to:
@@ -834,7 +853,7 @@ class Log:
             self._abort_cleaning()
             self._closed = True
             try:
-                self.epochs.write_if_dirty()
+                self._write_epochs()
             except OSError as e:
                 log.warning("%s: writing the leader-epoch checkpoint: %s", self, e)
             self.delete_expired_files(1 << 62)

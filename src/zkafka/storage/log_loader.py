@@ -38,7 +38,8 @@ from zkafka.storage.segment import LogSegment
 log = logging.getLogger("zkafka.storage.log")
 
 SegmentFactory = Callable[..., LogSegment]
-"""`new_segment(base_offset, *, suffix="", create=True)`: a segment of the log being loaded."""
+"""`new_segment(base_offset, *, suffix="", create=True, log_on_first_write=False)`: a segment of the
+log being loaded."""
 
 
 def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
@@ -53,6 +54,30 @@ def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
     except CheckpointError as e:
         log.warning("%s; rebuilding the leader epoch cache from the log", e)
         return LeaderEpochCache(path), True
+
+
+def open_log_dir(
+    dir_path: Path,
+    new_segment: SegmentFactory,
+    name: str,
+    had_clean_shutdown: bool,
+    recovery_point: int,
+    log_start_offset: int,
+) -> tuple[LeaderEpochCache, LoadedLog]:
+    """A log's leader-epoch cache and segments: loaded from its directory, or, when the directory
+    does not exist yet, a new empty log in a directory made here. A directory this call made holds
+    nothing to list, check or recover: a new log costs its directory, and its first `.log` when it
+    is first written (topic creation makes thousands of logs at once)."""
+    try:
+        dir_path.mkdir()
+    except FileExistsError:
+        epochs, rebuild_epochs = load_epoch_cache(dir_path)
+        loaded = LogLoader(dir_path, new_segment, epochs, name).load(
+            had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs
+        )
+        return epochs, loaded
+    epochs = LeaderEpochCache(dir_path / LEADER_EPOCH_CHECKPOINT)
+    return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
 
 
 @dataclass
@@ -105,7 +130,7 @@ class LogLoader:
         )
         for base in bases:
             seg = self.new_segment(base, create=False)
-            if not seg.indexes_present():
+            if seg.size and not seg.indexes_present():  # an empty one's are made on first write
                 # Kafka recovers such a segment; below the recovery point the data is trusted, so
                 # rebuilding the indexes from the batch headers is enough (done lazily)
                 log.info("%s has no index; it will be rebuilt", seg.log_path)
@@ -113,8 +138,8 @@ class LogLoader:
             self._bases.append(base)
         if not had_clean_shutdown and self._segments:
             self._recover_from(recovery_point)
-        if not self._segments:
-            self._add(self.new_segment(log_start_offset))
+        if not self._segments:  # a new log never written (`create`), or a crash before its `.log`
+            self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
         active = self._segments[-1]
         if active.size:  # an empty one (an idle replica's) is left alone until its first append
             active.ensure_indexes()
@@ -139,6 +164,14 @@ class LogLoader:
             self._changed,
             self._recovered_from,
         )
+
+    def create(self, log_start_offset: int) -> LoadedLog:
+        """The log of a directory just made (so empty): one empty segment, nothing to recover.
+        From offset 0 its `.log` is made by the first write (or read) too: a directory without a
+        `.log` loads as an empty log from 0. From any other offset the file is made now, since its
+        name is what records where the log starts."""
+        self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
+        return LoadedLog(self._segments, log_start_offset, log_start_offset, log_start_offset, True)
 
     def _remove_temporary_files(self) -> list[int]:
         """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return

@@ -398,7 +398,9 @@ class LogManager:
 
     def write_leader_epoch_checkpoints(self) -> int:
         """Write every deferred leader-epoch checkpoint (no fsync: the log's next flush does it).
-        Returns how many were written. Run it off the event loop."""
+        Returns how many were written. Run it off the event loop. A log that has never held a
+        batch is left out: its first batch queues it again (`Log.write_epoch_checkpoint`), so a
+        new replica costs no checkpoint file at its creation."""
         queue, done = self._epoch_writes, 0
         while queue:
             try:
@@ -406,8 +408,7 @@ class LogManager:
             except IndexError:
                 break
             try:
-                lg.write_epoch_checkpoint()
-                done += 1
+                done += lg.write_epoch_checkpoint()
             except OSError as e:
                 log.error("%s: writing the leader-epoch checkpoint failed: %s", lg, e)
         return done

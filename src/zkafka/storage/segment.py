@@ -6,7 +6,9 @@ maps the set's *last* offset to the position where the set *starts*, so the firs
 never gets one), translates offsets to file positions and re-validates itself after a crash.
 
 Indexes are loaded lazily and rebuilt from the `.log` when missing or failing their sanity checks
-(see `zkafka.storage.index`). All file access is `os.pread` / `os.write` on raw descriptors.
+(see `zkafka.storage.index`). A new segment is only its `.log` until it holds data: its index files
+are made by their first entry, or when the segment is flushed, rolled or closed with data in it.
+All file access is `os.pread` / `os.write` on raw descriptors.
 
 The `.log` descriptor comes from the broker's `FileCache` (`zkafka.storage.file_cache`): it may be
 closed whenever no one has it pinned, so every use is inside `acquire`/`release` (`_pinned`), and
@@ -61,7 +63,10 @@ class LogSegment:
         suffix: str = "",
         create: bool = False,
         file_cache: FileCache | None = None,
+        log_on_first_write: bool = False,
     ) -> None:
+        """`log_on_first_write` (with `create`): the `.log` too is made by its first use, not now
+        (a new replica's first segment: see `zkafka.storage.log_loader.open_log_dir`)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.suffix = suffix
@@ -86,7 +91,7 @@ class LogSegment:
         self._unsynced = False  # written or truncated since the last fsync of the `.log`
         cache = file_cache if file_cache is not None else default_file_cache()
         if create:
-            self._file = SegmentFile(cache, self.log_path, create=True)
+            self._file = SegmentFile(cache, self.log_path, create=True, on_first_use=log_on_first_write)
             self.size = 0
             self._max_ts: int | None = NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
@@ -94,7 +99,9 @@ class LogSegment:
         else:
             self._file = SegmentFile(cache, self.log_path)
             self.size = os.stat(self.log_path).st_size
-            self._max_ts = None  # unknown until needed: read from the time index
+            # unknown until needed: read from the time index (an empty segment has none, and
+            # may have no index files: they are made on first write)
+            self._max_ts = None if self.size else NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
             self._rolling_ts = None if self.size else NO_TIMESTAMP
         self.bytes_since_last_index_entry = 0
@@ -140,6 +147,15 @@ class LogSegment:
     def indexes_present(self) -> bool:
         return self.index.path.exists() and self.time_index.path.exists()
 
+    def _ensure_index_files(self) -> bool:
+        """Create index files a new segment has not written yet, once it holds data: a segment
+        that is flushed, rolled or closed is trusted by the next load, index files included.
+        True when a file was created (its directory entry wants an fsync)."""
+        if not self.size:
+            return False
+        created = self.index.ensure_file()
+        return self.time_index.ensure_file() or created
+
     # ---- timestamps -----------------------------------------------------------------------------
 
     def _ensure_max_timestamp(self) -> None:
@@ -166,6 +182,9 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
+        """The `.log` mtime; a `.log` not made yet was last changed when the segment was made."""
+        if self._file.absent:
+            return self.created_ms
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     @property
@@ -275,21 +294,25 @@ class LogSegment:
         """On roll: force the final time-index entry and write out the indexes."""
         self.ensure_indexes()
         self.time_index.maybe_append(self.max_timestamp_so_far, self._offset_of_max_ts, skip_full_check=True)
+        self._ensure_index_files()
         self.index.write_pending()
         self.time_index.write_pending()
 
-    def flush(self, *, fsync: bool = True) -> None:
+    def flush(self, *, fsync: bool = True) -> bool:
         """fsync the `.log`, both indexes and the `.txnindex` (below the recovery point they are
         trusted after a crash). Without `fsync`: only write the indexes' pending entries; the
-        caller syncs the whole filesystem."""
+        caller syncs the whole filesystem. True when an index file was created (the directory
+        wants an fsync too)."""
         if fsync and self._unsynced:
             with self.pinned() as fd:  # the descriptor may have been evicted since the write
                 os.fsync(fd)
             self._unsynced = False
+        created = self._ensure_index_files()
         self.index.flush(fsync=fsync)
         self.time_index.flush(fsync=fsync)
         if fsync:
             self.txn_index.flush()
+        return created
 
     # ---- reading --------------------------------------------------------------------------------
 
@@ -531,6 +554,7 @@ class LogSegment:
         try:
             if self.time_index.loaded and self._max_ts is not None:
                 self.time_index.maybe_append(self._max_ts, self._offset_of_max_ts, skip_full_check=True)
+            self._ensure_index_files()
         finally:
             self.index.close()
             self.time_index.close()
