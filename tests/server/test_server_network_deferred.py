@@ -6,6 +6,7 @@ response that fails to encode closes that connection only."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 
 import pytest
@@ -108,3 +109,59 @@ def test_a_response_that_fails_to_encode_closes_only_its_connection(loop: str) -
             await server.wait_closed()
 
     run(loop, main)
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="TCP_QUICKACK is Linux's")
+def test_a_deferred_request_is_acknowledged_at_once(loop: str) -> None:
+    """A request answered later gets its TCP ACK at once, not when the answer carries it: a client
+    with Nagle's algorithm on (librdkafka's default) holds its next small request until then. The
+    client's kernel shows it: nothing unacknowledged once the server has parked the request.
+    (Without the quick ACK, Linux delays it by 40 ms or more once a connection answers promptly.)"""
+
+    async def main() -> None:
+        parked: list[asyncio.Future[bytes]] = []
+
+        def handler(data: bytearray, _conn: KafkaConnection):  # type: ignore[no-untyped-def]
+            if bytes(data) == b"now":
+                return frame(b"now")
+            fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+            parked.append(fut)
+            return Deferred(fut, frame)
+
+        aio = asyncio.get_running_loop()
+        server = await aio.create_server(
+            lambda: KafkaConnection(handler, max_request_bytes=1 << 20), "127.0.0.1", 0
+        )
+        client = socket.socket()
+        client.setblocking(False)
+        try:
+            await aio.sock_connect(client, server.sockets[0].getsockname())
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0  # Nagle on
+            # prompt answers first: the server's kernel then delays ACKs to carry them on answers
+            for _ in range(32):
+                await aio.sock_sendall(client, struct.pack(">i", 3) + b"now")
+                got = b""
+                while len(got) < 7:
+                    got += await aio.sock_recv(client, 7 - len(got))
+            await aio.sock_sendall(client, struct.pack(">i", 5) + b"later")
+            while not parked:
+                await asyncio.sleep(0)
+            assert _unacked(client) == 0
+            parked[0].set_result(b"done")
+            got = b""
+            while len(got) < 8:
+                got += await aio.sock_recv(client, 8 - len(got))
+            assert got == struct.pack(">i", 4) + b"done"
+        finally:
+            client.close()
+            server.close()
+            await server.wait_closed()
+
+    run(loop, main)
+
+
+def _unacked(sock: socket.socket) -> int:
+    """`tcpi_unacked` of the socket's `struct tcp_info` (8 bytes of u8 fields, then u32 rto, ato,
+    snd_mss, rcv_mss, unacked)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return int(struct.unpack_from("I", info, 24)[0])

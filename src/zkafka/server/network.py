@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import socket
 import struct
 import time
 import traceback
@@ -64,6 +65,7 @@ log = logging.getLogger(__name__)
 limited = RateLimitedLog(log)
 
 _SIZE = struct.Struct(">i")
+_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 
 Buffers = Sequence[bytes | bytearray | memoryview]
 """A response: buffers written back to back (the 4-byte size prefix included by the handler)."""
@@ -173,9 +175,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_pool_muted",
         "_pool_wanted",
         "_proven",
+        "_quickack",
         "_quotas",
         "_reading_paused",
         "_reserved",
+        "_socket",
         "_start",
         "_throttle_timer",
         "_throttled",
@@ -228,6 +232,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pool_wanted = 0
         self._throttled = False  # muted for a client quota (KIP-219) until _throttle_timer fires
         self._throttle_timer: asyncio.TimerHandle | None = None
+        self._socket: Any = None  # for TCP_QUICKACK (Linux): see `_ack_now`
+        self._quickack = False  # a request of the read being parsed is answered later
         self._closed = False
         self._closing = False  # answer what is in flight, then close (SASL failures)
         self._counted = False
@@ -250,6 +256,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.ip = canonical_ip(str(peer[0])) if isinstance(peer, tuple) else str(peer)
+        if _QUICKACK is not None and isinstance(peer, tuple):
+            self._socket = transport.get_extra_info("socket")
         if self._quotas is not None:
             if not self._quotas.accept(self.ip, self._listener):
                 self._closed = True  # refused: the quotas logged why (rate-limited)
@@ -377,6 +385,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             # the answers ready among what one read brought, written together: one send, not one each
             self._flush()
             self._update_reading()
+            if self._quickack:
+                self._ack_now()
 
     def _reserve(self, size: int) -> bool:
         pool = self._pool
@@ -434,15 +444,36 @@ class KafkaConnection(asyncio.BufferedProtocol):
             fut = result.future
             self._inflight.append([reserved, fut, timing, result.encode])
             fut.add_done_callback(self._on_future_done)
+            self._quickack = True
         elif isinstance(result, Awaitable) and not isinstance(result, (list, tuple)):
             fut = asyncio.ensure_future(result)
             self._inflight.append([reserved, fut, timing, None])
             fut.add_done_callback(self._on_future_done)
+            self._quickack = True
         else:
             self._inflight.append([reserved, result, timing, None])
         if flush:
             self._flush()
             self._update_reading()
+            if self._quickack:
+                self._ack_now()
+
+    def _ack_now(self) -> None:
+        """Acknowledge the bytes read so far at once (TCP_QUICKACK), since a request among them is
+        answered later (an acks=all produce, a long-poll fetch). Linux delays the ACK of a request
+        (up to 40 ms) hoping to carry it on the response, and a client with Nagle's algorithm on
+        -- librdkafka's default, `socket.nagle.disable=false` -- holds its next small request
+        until the previous one is acknowledged: each produce request waited for the previous
+        one's replication, or for the delayed-ACK timer. Setting the option sends a pending ACK
+        at once (the kernel does not keep it set, hence once per such read)."""
+        self._quickack = False
+        sock = self._socket
+        if sock is None:
+            return
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:  # not a TCP socket after all: nothing to do, ever
+            self._socket = None
 
     def _on_future_done(self, fut: asyncio.Future[Any]) -> None:
         if self._closed:

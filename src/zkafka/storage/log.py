@@ -370,7 +370,7 @@ class Log:
                     raise LogDirIOError(
                         f"{self}: rolling a segment failed: {e}", path=str(self.dir_path)
                     ) from e
-            seg.append(batches, last, max_ts, offset_of_max)
+            seg.append(batches, last, max_ts, offset_of_max, headers, first if assign_offsets else None)
             self._leo = last + 1
             if first == 0:  # the first batch: a pending epoch change may be written now
                 self.epochs.queue_if_dirty()
@@ -501,9 +501,9 @@ class Log:
                 upper = self._bases[i + 1] if i + 1 < len(self._bases) else leo
                 max_position = seg.size
                 if end < upper:
-                    found = seg.translate_offset(end)
-                    if found is not None:
-                        max_position = found[0]
+                    bound = seg.batch_position(end)
+                    if bound is not None:
+                        max_position = bound
                 result = seg.read(offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
                 if result is not None:
                     position, size, first = result

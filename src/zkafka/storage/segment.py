@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from zkafka.storage.file_cache import FileCache, FileLease, SegmentFile, default
 from zkafka.storage.index import INT32_MAX, OffsetIndex
 from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
+from zkafka.storage.tail_positions import TailPositions
 from zkafka.storage.time_index import NO_TIMESTAMP, TimeIndex
 from zkafka.storage.txn_index import TransactionIndex
 
@@ -105,6 +106,9 @@ class LogSegment:
             self._offset_of_max_ts = base_offset
             self._rolling_ts = None if self.size else NO_TIMESTAMP
         self.bytes_since_last_index_entry = 0
+        self._tail: TailPositions | None = None
+        """Where the batches appended last start (`zkafka.storage.tail_positions`): made by the
+        first append that names its batches, dropped when the segment stops being active."""
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size})"
@@ -246,8 +250,15 @@ class LogSegment:
         largest_offset: int,
         largest_timestamp: int,
         offset_of_max_timestamp: int,
+        batches: Sequence[BatchHeader] | None = None,
+        first_offset: int | None = None,
     ) -> None:
-        """Append a set of whole batches (already validated and given their offsets)."""
+        """Append a set of whole batches (already validated and given their offsets).
+
+        `batches`, the headers of `data`'s batches (positions relative to `data`), are noted as
+        the segment's tail for lookups near the end; their base offsets are the headers' own, or
+        consecutive from `first_offset` when given (a leader's append assigns them in the bytes,
+        not in the headers)."""
         position = self.size
         file = self._file
         fd = file.acquire()
@@ -264,6 +275,8 @@ class LogSegment:
         self._unsynced = True
         n = len(data)
         self.size = position + n
+        if batches is not None:
+            self._note_tail(batches, position, first_offset)
         if position == 0:
             self._rolling_ts = largest_timestamp
         max_ts = self._max_ts
@@ -277,6 +290,19 @@ class LogSegment:
             self.bytes_since_last_index_entry = n
         else:
             self.bytes_since_last_index_entry += n
+
+    def _note_tail(self, batches: Sequence[BatchHeader], position: int, first_offset: int | None) -> None:
+        tail = self._tail
+        if tail is None:
+            tail = self._tail = TailPositions()
+        if first_offset is None:
+            for h in batches:
+                tail.add(h.base_offset, position + h.position)
+        else:
+            base = first_offset
+            for h in batches:
+                tail.add(base, position + h.position)
+                base += h.last_offset_delta + 1
 
     def _add_index_entries(self, largest_offset: int, position: int, max_ts: int) -> None:
         index, time_index = self.index, self.time_index
@@ -292,6 +318,7 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """On roll: force the final time-index entry and write out the indexes."""
+        self._tail = None  # reads of an older segment are not at the tail: the index serves them
         self.ensure_indexes()
         self.time_index.maybe_append(self.max_timestamp_so_far, self._offset_of_max_ts, skip_full_check=True)
         self._ensure_index_files()
@@ -323,6 +350,11 @@ class LogSegment:
         self.ensure_indexes()
         index_offset, index_position = self.index.lookup(offset)
         position = max(index_position, start_position)
+        tail = self._tail
+        if tail is not None:
+            # a batch noted at append time at or before `offset`: the scan starts there, not
+            # up to index.interval.bytes of headers earlier
+            position = max(position, tail.start_of(offset))
         try:
             with self.pinned() as fd:
                 found = self._scan_to(fd, offset, position, index_offset, index_position)
@@ -343,6 +375,18 @@ class LogSegment:
             if header.last_offset >= offset:
                 return pos, header
         return None
+
+    def batch_position(self, offset: int) -> int | None:
+        """The position of the first batch whose last offset >= `offset` (None: there is none):
+        a read's upper bound. No read at all when a batch noted in the tail starts at `offset`
+        (a high watermark sits at a batch start)."""
+        tail = self._tail
+        if tail is not None:
+            position = tail.position_of(offset)
+            if position >= 0:
+                return position
+        found = self.translate_offset(offset)
+        return None if found is None else found[0]
 
     def read(
         self, offset: int, max_bytes: int, *, max_position: int, min_one_batch: bool
@@ -488,6 +532,8 @@ class LogSegment:
             os.ftruncate(fd, valid)
             self._unsynced = True
             self.size = valid
+            if self._tail is not None:
+                self._tail.truncate(valid)
         if truncate:
             self.txn_index.truncate_to(next_offset)  # markers that did not survive the cut
         time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
@@ -514,6 +560,8 @@ class LogSegment:
             os.ftruncate(fd, position)
         self._unsynced = True
         self.size = position
+        if self._tail is not None:
+            self._tail.truncate(position)
         if position == 0:
             self.created_ms = now_ms
             self._rolling_ts = NO_TIMESTAMP
