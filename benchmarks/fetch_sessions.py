@@ -1,7 +1,7 @@
 """What idle followers cost, with and without incremental fetch sessions (KIP-227; issue 17).
 
     PYTHONPATH=src .venv/bin/python benchmarks/fetch_sessions.py [--partitions 10000]
-        [--brokers 2] [--idle-seconds 60] [--settle-seconds 20]
+        [--brokers 2] [--idle-seconds 60] [--settle-seconds 20] [--modes sessionless,sessions]
 
 Twice, each on a fresh cluster of `--brokers` brokers: `--partitions` partitions with replication
 factor 2 (10,000 on 2 brokers: 10,000 replicas per broker, half of them followers), no records.
@@ -10,8 +10,10 @@ Once every partition is fully replicated (each broker's UnderReplicatedPartition
 `--idle-seconds` of idling. "sessions" is the default broker; "sessionless" sets Kafka's
 `max.incremental.fetch.session.cache.slots=0`, so leaders open no session and every follower
 fetch lists (and every answer carries) every partition, as before fetch sessions. Printed: CPU
-seconds per idle minute per broker and in total, and Fetch requests per second (from the
-brokers' request counters); nothing is asserted.
+seconds per idle minute per broker and in total, Fetch requests per second (from the
+brokers' request counters) and CPU seconds per Fetch round trip (both ends); nothing is asserted.
+`--modes sessions` runs one of the two (to compare two trees: the brokers run the code that
+`PYTHONPATH` points at).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def measure(zkserver: ZooKeeperServer, args: argparse.Namespace, slots: int) -> 
         out = {f"b{b} CPU-s per idle minute": c * per_minute for b, c in cpu.items()}
         out["all brokers CPU-s per idle minute"] = sum(cpu.values()) * per_minute
         out["Fetch requests/s (all brokers)"] = (f1 - f0) / args.idle_seconds
+        out["CPU-s per Fetch round trip (both ends)"] = sum(cpu.values()) / max(1.0, f1 - f0)
         out["created and replicated in (s)"] = replicated
         return out
 
@@ -85,15 +88,20 @@ def main() -> None:
     ap.add_argument("--brokers", type=int, default=2)
     ap.add_argument("--idle-seconds", type=float, default=60.0)
     ap.add_argument("--settle-seconds", type=float, default=20.0)
+    ap.add_argument("--modes", type=lambda s: s.split(","), default=["sessionless", "sessions"])
     args = ap.parse_args()
     raise_nofile_limit()
     results = {}
     with ZooKeeperServer() as zkserver:
         for label, slots in (("sessionless", 0), ("sessions", 1000)):
+            if label not in args.modes:
+                continue
             print(f"{label}: {args.partitions:,} partitions, RF 2, {args.brokers} brokers ...", flush=True)
             results[label] = measure(zkserver, args, slots)
             for k, v in results[label].items():
                 print(f"  {k}: {v:,.2f}", flush=True)
+    if len(results) < 2:
+        return
     before, after = results["sessionless"], results["sessions"]
     key = "all brokers CPU-s per idle minute"
     ratio = before[key] / after[key]

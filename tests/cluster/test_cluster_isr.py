@@ -6,6 +6,7 @@ once it has caught up."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -106,3 +107,25 @@ def test_a_frozen_follower_leaves_the_isr_and_returns_after_catching_up(cluster:
     assert cluster.zk.exists("/isr_change_notification").cversion >= notifications + 4
     producer.send(topic, b"in-sync-again")
     assert producer.results(4)[3] is None
+
+
+def test_idle_followers_stay_in_the_isr_though_their_rounds_skip_them(cluster: Cluster) -> None:
+    """Followers' fetch sessions read only partitions with something new: an idle partition is
+    left out of every round once its follower has caught up, and the leader counts that follower
+    caught up as of the session's last round. Idle for several replica.lag.time.max.ms, every ISR
+    stays whole, and the first append after it is replicated to every follower (min.insync 3)."""
+    ids = sorted(cluster.broker_ids)
+    topic = topic_name("idle-isr")
+    assignment = {p: [ids[(p + i) % 3] for i in range(3)] for p in range(12)}
+    create_topic(cluster, topic, assignment, {"min.insync.replicas": "3"})
+    for p in assignment:
+        cluster.wait_isr(topic, p, set(ids), timeout=15)
+    before = {p: cluster.state_with_stat(topic, p)[1].version for p in assignment}
+    time.sleep(3 * 1.5 + 2.5)  # replica.lag.time.max.ms is 1.5 s; plus one shrink check
+    for p in assignment:
+        state, stat = cluster.state_with_stat(topic, p)
+        assert set(state["isr"]) == set(ids) and stat.version == before[p], p
+    leader = assignment[0][0]
+    producer = OneShotProducer(cluster.local.brokers[leader].bootstrap)
+    producer.send(topic, b"after-idling")
+    assert producer.results(1) == [None]

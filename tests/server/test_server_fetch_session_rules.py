@@ -4,7 +4,10 @@
 The model test drives both with random appends, errors, log-start moves, partitions followed and
 dropped, evictions and lost answers, and checks what sessions promise: after every answered
 fetch the fetcher knows every partition as a sessionless fetch would have told it (no record,
-high watermark or error withheld), though the requests list only what changed."""
+high watermark or error withheld), though the requests list only what changed. Run as a follower,
+both ends work by changes: the broker's session reads only partitions that are pending or were
+reported changed (`ChangeTracking`), and the fetcher builds its request from the partitions it
+answered or added (`build_changes`); the promise is the same."""
 
 from __future__ import annotations
 
@@ -150,9 +153,32 @@ class Fetcher:
     handler: FetchSessionHandler = field(default_factory=FetchSessionHandler)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     seen: dict[tuple[str, int], Answer] = field(default_factory=dict)
+    by_changes: bool = False
+    """Build incremental requests from `dirty` and `removed` only (a replica fetcher)."""
+    dirty: set[tuple[str, int]] = field(default_factory=set)
+    removed: set[tuple[str, int]] = field(default_factory=set)
 
     def wanted(self) -> dict[tuple[str, int], FetchRequest.FetchPartition]:
         return {k: _part(o) for k, o in self.offsets.items()}
+
+    def plan(self):  # type: ignore[no-untyped-def]
+        if self.by_changes and not self.handler.needs_full:
+            changed = {k: _part(self.offsets[k]) for k in self.dirty if k in self.offsets}
+            plan = self.handler.build_changes(changed, self.removed)
+        else:
+            plan = self.handler.build(self.wanted())
+        self.dirty.clear()
+        self.removed.clear()
+        return plan
+
+    def follow(self, key: tuple[str, int], on: bool) -> None:
+        if on:
+            self.offsets.setdefault(key, 0)
+            self.dirty.add(key)
+            self.removed.discard(key)
+        elif self.offsets.pop(key, None) is not None:
+            self.dirty.discard(key)
+            self.removed.add(key)
 
 
 KEYS = [("t", 0), ("t", 1), ("u", 0)]
@@ -171,7 +197,7 @@ ops = st.one_of(
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(ops, max_size=40), st.sampled_from([1, 1, 2, 0]))
+@given(st.lists(ops, max_size=40), st.sampled_from([1, 1, 2, 0]), st.booleans())
 @example(  # an error answered with the partition's offsets, then gone: answered again
     [
         ("append", KEYS[0], 2),
@@ -182,16 +208,25 @@ ops = st.one_of(
         ("fetch", KEYS[0], 0),
     ],
     1,
+    False,
 )
 @example(  # only the log start moved
-    [("append", KEYS[0], 3), ("fetch", KEYS[0], 0), ("log_start", KEYS[0], 2), ("fetch", KEYS[0], 0)], 1
+    [("append", KEYS[0], 3), ("fetch", KEYS[0], 0), ("log_start", KEYS[0], 2), ("fetch", KEYS[0], 0)],
+    1,
+    False,
+)
+@example(  # a follower's settled partition, then a change only the broker's side reports
+    [("fetch", KEYS[0], 0), ("fetch", KEYS[0], 0), ("append", KEYS[0], 2), ("fetch", KEYS[0], 0)],
+    1,
+    True,
 )
 def test_incremental_fetches_tell_what_full_fetches_would(
-    steps: list[tuple[str, tuple[str, int], int]], slots: int
+    steps: list[tuple[str, tuple[str, int], int]], slots: int, follower: bool
 ) -> None:
     cache = FetchSessionCache(slots)
+    owner = FOLLOWER if follower else CONSUMER
     truth = {k: Truth() for k in KEYS}
-    fetcher = Fetcher(offsets={KEYS[0]: 0})
+    fetcher = Fetcher(offsets={KEYS[0]: 0}, by_changes=follower)
     for op, key, n in steps:
         if op == "append":
             truth[key].high_watermark += n
@@ -200,35 +235,50 @@ def test_incremental_fetches_tell_what_full_fetches_would(
         elif op == "log_start":
             truth[key].log_start = min(truth[key].log_start + n, truth[key].high_watermark)
         elif op == "follow":
-            if n:
-                fetcher.offsets.setdefault(key, 0)
-            else:
-                # what it knew stays true: followed again before the next fetch, the session
-                # still holds it and answers only its changes (as Kafka's FetchSessionHandler)
-                fetcher.offsets.pop(key, None)
+            # unfollowed: what it knew stays true: followed again before the next fetch, the
+            # session still holds it and answers only its changes (as Kafka's FetchSessionHandler)
+            fetcher.follow(key, bool(n))
         elif op == "evict":
             for sid in list(cache._sessions):
                 cache.remove(cache._sessions[sid])
         elif op == "lost":  # a request whose answer never came
             if fetcher.offsets:
-                fetcher.handler.build(fetcher.wanted())
+                fetcher.plan()
                 fetcher.handler.handle_error()
         elif op == "fetch" and fetcher.offsets:
-            _round(cache, truth, fetcher)
+            _round(cache, truth, fetcher, owner)
+        if op in ("append", "error", "log_start"):
+            cache.partition_changed(key)  # what the replica manager reports
         assert cache.total_partitions == sum(len(s.partitions) for s in cache._sessions.values())
         assert len(cache) <= slots
+        for s in cache._sessions.values():  # only followers' sessions read by changes
+            assert (s.tracking is not None) == follower
+            if s.tracking is not None:
+                assert set(s.tracking.pending) <= set(s.partitions)
     # two rounds in a row always end answered (a session error costs one round)
-    if fetcher.offsets and not _round(cache, truth, fetcher):
-        assert _round(cache, truth, fetcher)
+    if fetcher.offsets and not _round(cache, truth, fetcher, owner):
+        assert _round(cache, truth, fetcher, owner)
 
 
-def _round(cache: FetchSessionCache, truth: dict[tuple[str, int], Truth], fetcher: Fetcher) -> bool:
-    plan = fetcher.handler.build(fetcher.wanted())
-    context = _context(cache, plan.session_id, plan.epoch, CONSUMER, plan.to_send, plan.to_forget)
+def _round(
+    cache: FetchSessionCache,
+    truth: dict[tuple[str, int], Truth],
+    fetcher: Fetcher,
+    owner: tuple[str, int] = CONSUMER,
+) -> bool:
+    plan = fetcher.plan()
+    context = _context(cache, plan.session_id, plan.epoch, owner, plan.to_send, plan.to_forget)
     if isinstance(context, SessionError):
         assert not fetcher.handler.handle_response(plan, context.error_code, 0, [])
         return False
-    parts = plan.to_send if isinstance(context, Sessionless) else context.parts
+    tracking = context.session.tracking if isinstance(context, IncrementalFetch) else None
+    if isinstance(context, Sessionless):
+        parts = plan.to_send
+    elif tracking is not None:
+        parts = context.take()  # type: ignore[union-attr]
+        assert set(plan.to_send) <= set(parts)
+    else:
+        parts = context.parts  # type: ignore[union-attr]
     answers = {k: truth[k].answer(p.fetch_offset) for k, p in parts.items()}  # type: ignore[attr-defined]
     sid = 0
     if isinstance(context, FullFetch):
@@ -239,6 +289,10 @@ def _round(cache: FetchSessionCache, truth: dict[tuple[str, int], Truth], fetche
         assert kept is not None
         answered = {k: a for k, a in answers.items() if k in kept}
         sid = context.session.id
+        if tracking is not None:  # the layer's rule: settled when caught up and error-free
+            for k, p in parts.items():
+                settled = not truth[k].error and p.fetch_offset >= truth[k].high_watermark  # type: ignore[attr-defined]
+                tracking.settle(k, settled, moved=answers[k].has_records)
     else:
         answered = answers
     if plan.full:  # a full fetch lists everything it follows
@@ -247,6 +301,7 @@ def _round(cache: FetchSessionCache, truth: dict[tuple[str, int], Truth], fetche
         return False
     for k, a in answered.items():
         fetcher.seen[k] = a
+        fetcher.dirty.add(k)
         if a.has_records:
             fetcher.offsets[k] = a.high_watermark  # consumed up to the high watermark
     # what sessions promise: the fetcher's picture is the truth, every record fetched
@@ -260,3 +315,28 @@ def _round(cache: FetchSessionCache, truth: dict[tuple[str, int], Truth], fetche
         ), k
         assert not want.has_records, k
     return True
+
+
+def test_a_settled_followers_caught_up_time_is_its_sessions_last_round() -> None:
+    from zkafka.server.fetch_sessions import ChangeTracking
+    from zkafka.server.partition import FollowerState
+
+    tracking = ChangeTracking({("t", 0): None}, ms=100)
+    f = FollowerState(last_caught_up_ms=50)
+    f.attach(tracking)
+    tracking.ms = 200  # a round that left the partition out: caught up as of then
+    assert f.last_caught_up_ms == 200
+    f.detach()  # read again (a change): from here on only what its reads say
+    tracking.ms = 300
+    assert f.last_caught_up_ms == 200
+    f.attach(tracking)
+    f.last_caught_up_ms = 250  # a read that found it caught up detaches it too
+    assert f.last_caught_up_ms == 250 and f.clock is None
+    tracking.settle(("t", 0), True)
+    assert not tracking.pending
+    tracking.settle(("t", 1), False)
+    tracking.settle(("t", 2), False)
+    tracking.settle(("t", 1), False, moved=True)  # returned records: read last among the pending
+    assert list(tracking.pending) == [("t", 2), ("t", 1)]
+    tracking.changed[("t", 3)] = None
+    assert tracking.take() == [("t", 2), ("t", 1), ("t", 3)] and not tracking.changed

@@ -9,13 +9,18 @@ session (FETCH_SESSION_ID_NOT_FOUND: start over; INVALID_FETCH_SESSION_EPOCH or 
 or a lost connection: close the old session with a new full fetch) is followed by a full fetch,
 and the answer to the failed request is not used.
 
+A fetcher that knows which of its partitions may have changed (a replica fetcher: only its own
+appends, truncations and log-start moves change its positions) builds an incremental request from
+those alone (`build_changes`), so a round costs what changed, not what it follows; `needs_full`
+says when it must hand over everything instead.
+
 Pure bookkeeping: no I/O. Partition data are the protocol's `FetchRequest.FetchPartition`s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +73,27 @@ class FetchSessionHandler:
     """The next request's session id and epoch (epoch 0: full)."""
     partitions: dict[Hashable, Any] = field(default_factory=dict)
     """The partitions the broker's session holds, as last sent."""
+
+    @property
+    def needs_full(self) -> bool:
+        """The next request is full: `build` with every partition wanted."""
+        return self.epoch == INITIAL_EPOCH
+
+    def build_changes(self, changed: Mapping[Hashable, Any], removed: Iterable[Hashable]) -> FetchPlan:
+        """An incremental request (not `needs_full`) from what may have changed: `changed` holds
+        the current parameters of every partition added or possibly changed since the last request,
+        `removed` the partitions no longer wanted; every other partition is as last sent."""
+        assert not self.needs_full
+        to_forget = [
+            key for key in removed if key not in changed and self.partitions.pop(key, None) is not None
+        ]
+        to_send: dict[Hashable, Any] = {}
+        for key, p in changed.items():
+            old = self.partitions.get(key)
+            if old is None or _params(old) != _params(p):
+                self.partitions[key] = p
+                to_send[key] = p
+        return FetchPlan(self.session_id, self.epoch, to_send, to_forget)
 
     def build(self, wanted: Mapping[Hashable, Any]) -> FetchPlan:
         if self.epoch == INITIAL_EPOCH:

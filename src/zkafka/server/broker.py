@@ -32,7 +32,7 @@ from zkafka.quotas.cache import QuotaConfigCache
 from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
-from zkafka.server.apis.fetch_session_layer import with_fetch_sessions
+from zkafka.server.apis.fetch_session_layer import track_partition_changes, with_fetch_sessions
 from zkafka.server.authorization import authorizer_enabled, build_authorizer, guard_handlers
 from zkafka.server.broker_metrics import (
     BrokerMetrics,
@@ -209,6 +209,10 @@ class Broker:
             metrics=metrics,
             fetch_sessions=FetchSessionCache(cfg.max_incremental_fetch_session_cache_slots),
         )
+        if self.services.fetch_sessions is not None:
+            replicas.on_partition_change(
+                track_partition_changes(self.services.fetch_sessions, replicas.delayed)
+            )
         scram = None
         if needs_scram(cfg):
             scram = ScramCredentialCache(zk.client)
@@ -224,7 +228,14 @@ class Broker:
         zk.listen(dynamic.queue, dynamic.on_notification)
         zk.listen(quotas.queue, quotas.on_notification)
         await controller.start()
-        schedule_log_maintenance(self.scheduler, cfg, logs, replicas.high_watermarks)
+        loop = asyncio.get_running_loop()
+        schedule_log_maintenance(
+            self.scheduler,
+            cfg,
+            logs,
+            replicas.high_watermarks,
+            lambda: loop.call_soon_threadsafe(replicas.log_starts_moved),
+        )
         self.scheduler.run("isr", isr.run())
         self.scheduler.every(EXPIRY_INTERVAL_S, "quota-expiry", quotas.expire_idle, blocking=False)
         self.listeners.schedule_sweep(self.scheduler)

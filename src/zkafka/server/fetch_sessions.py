@@ -18,6 +18,12 @@ recently used if idle longer than `eviction_ms` (Kafka's fixed 120 s), else, for
 privileged session), any consumer session, and for anyone, a session older than `eviction_ms`
 that caches no more partitions than the new one. Else the fetch is answered without a session.
 
+A follower's session (replica id >= 0, topics by name) is read by changes (`ChangeTracking`): its
+rounds read only the partitions the request lists, those not settled (not caught up, out of the
+ISR, in error) and those `FetchSessionCache.partition_changed` named since; a partition nothing
+happened to costs nothing per round. The answer follows the same rule: a partition not read has
+nothing new, since anything new would have been reported.
+
 Sessions are not tied to a connection (a client reconnecting keeps its session), as in Kafka;
 unlike Kafka, a session answers only the principal and replica id that created it (anyone else
 is told FETCH_SESSION_ID_NOT_FOUND), so a guessed id cannot read or close someone else's session.
@@ -99,6 +105,40 @@ Owner = tuple[str, int]
 
 
 @dataclass(slots=True, eq=False)
+class ChangeTracking:
+    """A follower's session read by changes (its rounds cost what changed, not what it holds).
+
+    A partition whose last answer left the follower caught up, in the ISR and error-free is
+    *settled*: later rounds do not read it until `FetchSessionCache.partition_changed` names it (an
+    append, a high watermark, log start, leader or ISR change) or the request lists it. Every other
+    partition is *pending*: read each round, as a session without tracking reads all of them.
+    `ms` is the time of the session's last round: a settled partition's follower counts as caught
+    up as of then (`partition.FollowerState.attach`), so the ISR keeps it without a read."""
+
+    pending: dict[PartitionKey, None]
+    """Read every round until settled, in the order they became pending."""
+    changed: dict[PartitionKey, None] = field(default_factory=dict)
+    """Named by a change since the last round's read."""
+    ms: int = 0
+
+    def take(self) -> list[PartitionKey]:
+        """What this round reads (the request's own partitions are in `changed`)."""
+        keys = list(self.pending)
+        keys.extend(k for k in self.changed if k not in self.pending)
+        self.changed.clear()
+        return keys
+
+    def settle(self, key: PartitionKey, settled: bool, moved: bool = False) -> None:
+        """After `key` was answered: settled (left out of rounds until it changes) or still pending
+        (`moved`: it returned records, so it goes last among the pending, for fairness)."""
+        if settled:
+            self.pending.pop(key, None)
+        elif moved or key not in self.pending:
+            self.pending.pop(key, None)
+            self.pending[key] = None
+
+
+@dataclass(slots=True, eq=False)
 class FetchSession:
     id: int
     privileged: bool
@@ -113,19 +153,27 @@ class FetchSession:
     last_used_ms: int
     epoch: int
     cached_size: int = field(default=0)
+    tracking: ChangeTracking | None = None
+    """A follower's session read by changes; None: every round reads every partition."""
 
     def update(self, added: dict[PartitionKey, object], forgotten: list[PartitionKey]) -> None:
         """An incremental request's changes: new and changed partitions, then forgotten ones (a
         partition never in the session is ignored, as in Kafka)."""
         parts = self.partitions
+        tracking = self.tracking
         for key, request in added.items():
             cached = parts.get(key)
             if cached is None:
                 parts[key] = CachedPartition(request)
             else:
                 cached.request = request
+            if tracking is not None:
+                tracking.changed[key] = None
         for key in forgotten:
             parts.pop(key, None)
+            if tracking is not None:
+                tracking.pending.pop(key, None)
+                tracking.changed.pop(key, None)
 
     def moved_to_end(self, key: PartitionKey) -> None:
         cached = self.partitions.pop(key, None)
@@ -141,8 +189,14 @@ class FetchSessionCache:
         max_entries: int,
         eviction_ms: int = MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS,
         rng: random.Random | None = None,
+        *,
+        track_followers: bool = True,
     ) -> None:
         self.max_entries = max_entries
+        self.track_followers = track_followers
+        """Followers' sessions (by topic name) are read by changes (`ChangeTracking`): whoever
+        changes a partition must call `partition_changed`."""
+        self._tracked: dict[int, FetchSession] = {}
         self.eviction_ms = eviction_ms
         self._rng = rng or random.Random()
         self._sessions: dict[int, FetchSession] = {}
@@ -160,6 +214,19 @@ class FetchSessionCache:
     def remove(self, session: FetchSession) -> None:
         if self._sessions.pop(session.id, None) is not None:
             self.total_partitions -= session.cached_size
+            self._tracked.pop(session.id, None)
+
+    def partition_changed(self, key: PartitionKey) -> list[FetchSession]:
+        """Something a fetcher of `key` could see changed: the tracked sessions holding it read it
+        in their next round. Returns them (their parked fetches may now have something new)."""
+        if not self._tracked:
+            return _NONE
+        hit = []
+        for session in self._tracked.values():
+            if key in session.partitions:
+                session.tracking.changed[key] = None  # type: ignore[union-attr]
+                hit.append(session)
+        return hit
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         """Mark used now (last in the eviction order) and account its current size."""
@@ -179,7 +246,9 @@ class FetchSessionCache:
         size: int,
         partitions: Callable[[], dict[PartitionKey, CachedPartition]],
     ) -> int:
-        """A new session's id, or INVALID_SESSION_ID when the cache is full of sessions worth more."""
+        """A new session's id, or INVALID_SESSION_ID when the cache is full of sessions worth more.
+        A follower's session by topic names is tracked (`ChangeTracking`): its first incremental
+        round reads every partition (all pending), later ones what changed."""
         if len(self._sessions) >= self.max_entries and not self._try_evict(privileged, size, now_ms):
             return INVALID_SESSION_ID
         session = FetchSession(
@@ -192,6 +261,9 @@ class FetchSessionCache:
             last_used_ms=now_ms,
             epoch=next_epoch(INITIAL_EPOCH),
         )
+        if privileged and not uses_topic_ids and self.track_followers:
+            session.tracking = ChangeTracking(dict.fromkeys(session.partitions), ms=now_ms)
+            self._tracked[session.id] = session
         self._sessions[session.id] = session
         self.touch(session, now_ms)
         return session.id
@@ -276,14 +348,23 @@ class FullFetch:
 
 @dataclass(slots=True)
 class IncrementalFetch:
-    """Read every partition of `session` (`parts`); answer only what `select` keeps."""
+    """Read every partition of `session` (`parts`), or for a tracked session only what changed
+    (`take`, then `settle` each answered one); answer only what `select` keeps."""
 
     session: FetchSession
     expected_epoch: int
+    forgotten: list[PartitionKey] = field(default_factory=list)
 
     @property
     def parts(self) -> dict[PartitionKey, object]:
         return {key: cached.request for key, cached in self.session.partitions.items()}
+
+    def take(self) -> dict[PartitionKey, object]:
+        """A tracked session's partitions to read this round: pending ones and changed ones."""
+        tracking = self.session.tracking
+        assert tracking is not None
+        parts = self.session.partitions
+        return {key: parts[key].request for key in tracking.take() if key in parts}
 
     def select(self, answers: Iterable[tuple[PartitionKey, Answer]]) -> set[PartitionKey] | None:
         """The partitions to answer (a partition the session does not hold always is); None when
@@ -299,10 +380,13 @@ class IncrementalFetch:
                 kept.add(key)
                 if answer.has_records:
                     moved.append(key)
-        for key in moved:
-            session.moved_to_end(key)
+        if session.tracking is None:  # a tracked session's read order is its pending order
+            for key in moved:
+                session.moved_to_end(key)
         return kept
 
+
+_NONE: list[FetchSession] = []
 
 FetchContext = SessionError | Sessionless | FullFetch | IncrementalFetch
 
@@ -337,10 +421,11 @@ def new_context(
         return SessionError(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     if session.uses_topic_ids != uses_topic_ids:
         return SessionError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
-    session.update(requested(), forgotten())
+    gone = forgotten()
+    session.update(requested(), gone)
     if not session.partitions:
         cache.remove(session)  # nothing left to fetch: the session ends, answered sessionless
         return Sessionless()
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
-    return IncrementalFetch(session, session.epoch)
+    return IncrementalFetch(session, session.epoch, gone)

@@ -44,19 +44,22 @@ def schedule_log_maintenance(
     config: BrokerConfig,
     logs: LogManager,
     high_watermarks: Callable[[], Mapping[TopicPartition, int]],
+    log_starts_moved: Callable[[], None] | None = None,
 ) -> None:
     """Register the periodic log work with `scheduler`; `high_watermarks` are the replica manager's
-    (retention never deletes past them, and they are checkpointed)."""
+    (retention never deletes past them, and they are checkpointed). `log_starts_moved` is called
+    (from the worker thread) after a retention pass that deleted segments: fetch sessions send
+    and answer only what changed, and nothing else tells them of those log starts."""
     cfg = config
+
+    def retention() -> None:
+        if logs.check_retention(_now_ms(), high_watermarks().get) and log_starts_moved is not None:
+            log_starts_moved()
 
     def every(interval_ms: int, name: str, fn: Callable[[], object]) -> None:
         scheduler.every(interval_ms / 1000, name, fn, blocking=True)
 
-    every(
-        cfg.log_retention_check_interval_ms,
-        "retention",
-        lambda: logs.check_retention(_now_ms(), high_watermarks().get),
-    )
+    every(cfg.log_retention_check_interval_ms, "retention", retention)
     every(cfg.log_flush_scheduler_interval_ms, "flush", lambda: logs.flush_dirty_logs(_now_ms()))
     every(cfg.log_flush_offset_checkpoint_interval_ms, "recovery-checkpoint", logs.checkpoint_recovery_points)
     every(

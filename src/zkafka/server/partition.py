@@ -19,8 +19,8 @@ read_committed consumers read below it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.records.batch import BatchHeader, CorruptRecordError, iter_headers
@@ -50,14 +50,65 @@ def _marker(buf: bytearray | memoryview | bytes, header: BatchHeader) -> Marker 
 
 log = logging.getLogger(__name__)
 
+_NO_FOLLOWERS: dict[int, FollowerState] = {}
+"""Never written: `update_follower_fetch` replaces it with a dict of the partition's own."""
 
-@dataclass(slots=True)
+
+class CaughtUpClock(Protocol):
+    """A follower's fetch-session round time (`fetch_sessions.ChangeTracking`): every follower
+    position parked on it was caught up at `ms`."""
+
+    ms: int
+
+
 class FollowerState:
-    log_end_offset: int = -1
-    log_start_offset: int = -1
-    """As the follower last reported it in a fetch (-1: unknown, before Fetch v5)."""
-    last_fetch_ms: int = 0
-    last_caught_up_ms: int = 0
+    """What the leader knows of one follower's replica. A follower whose fetch session (KIP-227)
+    leaves a caught-up partition out of its rounds has that position parked on the session's
+    clock (`attach`): it is caught up as of the session's last round, with no work per round."""
+
+    __slots__ = ("_caught_up_ms", "clock", "last_fetch_ms", "log_end_offset", "log_start_offset")
+
+    def __init__(
+        self, log_end_offset: int = -1, log_start_offset: int = -1, last_caught_up_ms: int = 0
+    ) -> None:
+        self.log_end_offset = log_end_offset
+        self.log_start_offset = log_start_offset
+        """As the follower last reported it in a fetch (-1: unknown, before Fetch v5)."""
+        self.last_fetch_ms = 0
+        self._caught_up_ms = last_caught_up_ms
+        self.clock: CaughtUpClock | None = None
+
+    @property
+    def last_caught_up_ms(self) -> int:
+        clock = self.clock
+        return self._caught_up_ms if clock is None else max(self._caught_up_ms, clock.ms)
+
+    @last_caught_up_ms.setter
+    def last_caught_up_ms(self, ms: int) -> None:
+        self.detach()
+        self._caught_up_ms = ms
+
+    def attach(self, clock: CaughtUpClock) -> None:
+        """Caught up from now on as of `clock.ms`, until `detach` (the next read of the partition)."""
+        if self.clock is not clock:
+            self.detach()
+            self.clock = clock
+
+    def detach(self) -> None:
+        clock = self.clock
+        if clock is not None:
+            self._caught_up_ms = max(self._caught_up_ms, clock.ms)
+            self.clock = None
+
+
+class PartitionListener(Protocol):
+    """Who hears of a partition's changes (the replica manager): high-watermark moves wake parked
+    requests; any change a fetcher could see (leader appends, high watermark, log start, leader
+    and ISR state) is what a follower's fetch session reads again."""
+
+    def high_watermark_moved(self, tp: TopicPartition) -> None: ...
+
+    def partition_changed(self, tp: TopicPartition) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,30 +125,67 @@ class LeaderState:
     removing_replicas: tuple[int, ...] = ()
 
 
-@dataclass
 class Partition:
-    tp: TopicPartition
-    broker_id: int
-    log: Log
-    state: LeaderState | None = None
-    high_watermark: int = 0
-    followers: dict[int, FollowerState] = field(default_factory=dict)
-    producer_state: ProducerStateManager = field(init=False)
-    on_high_watermark: Callable[[TopicPartition], None] | None = None
+    # slots: a broker holds tens of thousands of these
+    __slots__ = (
+        "_state",
+        "broker_id",
+        "followers",
+        "high_watermark",
+        "listener",
+        "log",
+        "producer_state",
+        "tp",
+    )
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        broker_id: int,
+        log: Log,
+        state: LeaderState | None = None,
+        high_watermark: int = 0,
+        listener: PartitionListener | None = None,
+    ) -> None:
+        self.tp = tp
+        self.broker_id = broker_id
+        self.log = log
+        self._state = state
+        self.high_watermark = high_watermark
+        self.followers: dict[int, FollowerState] = _NO_FOLLOWERS
+        """Leader only (a follower shares one empty dict: nothing per idle follower replica)."""
+        self.listener = listener
         self.producer_state = ProducerStateManager(self.log.dir_path)
         self.log.first_unstable_offset = self.producer_state.first_unstable_offset
         self.log.last_producer_records = self.producer_state.last_records
-        self.log.on_roll = lambda _base: self.take_producer_snapshot()
+        self.log.on_roll = self._on_roll
         self._rebuild_producer_state()
         self._set_high_watermark(
             min(max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset)
         )
 
+    def _on_roll(self, _base: int) -> None:
+        self.take_producer_snapshot()
+
+    @property
+    def state(self) -> LeaderState | None:
+        return self._state
+
+    @state.setter
+    def state(self, state: LeaderState | None) -> None:
+        self._state = state
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.listener is not None:
+            self.listener.partition_changed(self.tp)
+
     def _set_high_watermark(self, hw: int) -> None:
+        moved = hw != self.high_watermark
         self.high_watermark = hw
         self.producer_state.on_high_watermark(hw)
+        if moved:
+            self._changed()
 
     @property
     def last_stable_offset(self) -> int:
@@ -134,7 +222,7 @@ class Partition:
 
     def make_follower(self, state: LeaderState) -> None:
         self.state = state
-        self.followers = {}
+        self.followers = _NO_FOLLOWERS
 
     # -- leader: append ---------------------------------------------------------------------------
     def check_producer_state(self, headers: list[BatchHeader]) -> BatchMetadata | None:
@@ -178,7 +266,8 @@ class Partition:
             for h in iter_headers(batches):
                 self._update_producer_state(h, markers.get(h.position))
         self.producer_state.map_end_offset = info.last_offset + 1
-        self.maybe_increment_high_watermark()
+        if not self.maybe_increment_high_watermark():
+            self._changed()  # the log end moved: followers' sessions read it again
         return info
 
     def _update_producer_state(self, header: BatchHeader, marker: Marker | None) -> None:
@@ -206,6 +295,13 @@ class Partition:
             self._update_producer_state(h, markers.get(h.position))
         return info
 
+    def increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords on the leader: move the log start (followers' sessions hear of it)."""
+        moved = self.log.increment_log_start_offset(offset)
+        if moved:
+            self._changed()
+        return moved
+
     def update_follower_high_watermark(self, leader_hw: int) -> None:
         new = min(leader_hw, self.log.log_end_offset)
         if new > self.high_watermark:
@@ -227,7 +323,10 @@ class Partition:
         on that)."""
         f = self.followers.get(replica_id)
         if f is None:
+            if self.followers is _NO_FOLLOWERS:
+                self.followers = {}
             f = self.followers[replica_id] = FollowerState()
+        f.detach()  # read again: caught up only as this fetch says from here on
         start_moved = log_start_offset > f.log_start_offset
         f.log_start_offset = max(f.log_start_offset, log_start_offset)
         f.log_end_offset = fetch_offset
@@ -259,8 +358,8 @@ class Partition:
             new_hw = min(new_hw, f.log_end_offset if f is not None and f.log_end_offset >= 0 else 0)
         if new_hw > self.high_watermark:
             self._set_high_watermark(new_hw)
-            if self.on_high_watermark is not None:
-                self.on_high_watermark(self.tp)
+            if self.listener is not None:
+                self.listener.high_watermark_moved(self.tp)
             return True
         return False
 

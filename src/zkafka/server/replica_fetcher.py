@@ -14,6 +14,9 @@ Each fetcher keeps an incremental fetch session (KIP-227) with its leader: after
 fetch a request lists only the partitions whose fetch offset, log start or leader epoch changed
 (a partition fetches from a new offset once data came), and the leader answers only what has
 something new; at tens of thousands of idle replicas a round trip no longer carries them all.
+Nor does a round look at them all: only a partition added, answered, truncated or whose log start
+moved (`log_starts_moved`, after retention) can have changed its fetch position, so only those
+are looked at; a full fetch (the first, and after any session error) lists them all.
 """
 
 from __future__ import annotations
@@ -85,6 +88,10 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.index = index
         self.partitions: dict[TopicPartition, _FetchState] = {}
+        self._dirty: set[TopicPartition] = set()
+        """Partitions whose fetch position may have changed since the last request."""
+        self._removed: set[TopicPartition] = set()
+        """Partitions no longer fetched from this leader since the last request (forgotten)."""
         self._wakeup = asyncio.Event()
         self._conn: BrokerConnection | None = None
         self._session = FetchSessionHandler()
@@ -92,10 +99,17 @@ class ReplicaFetcher:
 
     def add(self, tp: TopicPartition) -> None:
         self.partitions[tp] = _FetchState()
+        self._dirty.add(tp)
+        self._removed.discard(tp)
         self._wakeup.set()
 
     def remove(self, tp: TopicPartition) -> None:
-        self.partitions.pop(tp, None)
+        if self.partitions.pop(tp, None) is not None:
+            self._dirty.discard(tp)
+            self._removed.add(tp)
+
+    def log_starts_moved(self) -> None:
+        self._dirty.update(self.partitions)
 
     async def stop(self) -> None:
         self._task.cancel()
@@ -145,7 +159,7 @@ class ReplicaFetcher:
     def _partition(self, tp: TopicPartition) -> Partition | None:
         p = self.local.replicas.get_partition(tp)
         if p is None or p.state is None or p.state.leader != self.leader_id:
-            self.partitions.pop(tp, None)
+            self.remove(tp)
             return None
         return p
 
@@ -159,6 +173,7 @@ class ReplicaFetcher:
                 continue
             await self._truncate(conn, p)
             st.needs_truncation = False
+            self._dirty.add(tp)
 
     async def _truncate(self, conn: BrokerConnection, p: Partition) -> None:
         epochs = p.log.epochs
@@ -212,8 +227,18 @@ class ReplicaFetcher:
             return
 
     # -- fetching ---------------------------------------------------------------------------------
-    async def _fetch_once(self, conn: BrokerConnection) -> None:
-        cfg = self.local.config
+    def _position(self, p: Partition) -> FetchRequest.FetchPartition:
+        return FetchRequest.FetchPartition(
+            partition=p.tp.partition,
+            current_leader_epoch=p.leader_epoch,
+            fetch_offset=p.log.log_end_offset,
+            log_start_offset=p.log.log_start_offset,
+            partition_max_bytes=self.local.config.replica_fetch_max_bytes,
+        )
+
+    def _all_positions(self) -> tuple[dict[TopicPartition, FetchRequest.FetchPartition], bool]:
+        """Every partition's fetch position (a full fetch, or KIP-73 throttling), and whether some
+        were held back by the throttle."""
         wanted: dict[TopicPartition, FetchRequest.FetchPartition] = {}
         throttle = self.local.throttle
         now_ms = time.monotonic_ns() // 1_000_000
@@ -227,22 +252,39 @@ class ReplicaFetcher:
             if over and _throttled(throttle, tp) and self.local.broker_id not in p.isr:
                 held_back = True
                 continue
-            wanted[tp] = FetchRequest.FetchPartition(
-                partition=tp.partition,
-                current_leader_epoch=p.leader_epoch,
-                fetch_offset=p.log.log_end_offset,
-                log_start_offset=p.log.log_start_offset,
-                partition_max_bytes=cfg.replica_fetch_max_bytes,
-            )
-        if not wanted:
-            if held_back:  # everything is throttled: wait, as Kafka's fetcher backs off
-                await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
-            return
+            wanted[tp] = self._position(p)
+        return wanted, held_back
+
+    def _changed_positions(self) -> dict[TopicPartition, FetchRequest.FetchPartition]:
+        """The positions of the partitions that may have moved since the last request."""
+        changed: dict[TopicPartition, FetchRequest.FetchPartition] = {}
+        for tp in list(self._dirty):
+            p = self._partition(tp)
+            if p is not None:
+                changed[tp] = self._position(p)
+        return changed
+
+    async def _fetch_once(self, conn: BrokerConnection) -> None:
+        cfg = self.local.config
+        throttle = self.local.throttle
         version = min(11, conn.pick_version(FetchRequest.API_KEY))
-        # KIP-227: after a full fetch, only what changed is sent (a partition's fetch offset moves
-        # when data came); the leader reads the rest from its session and answers what is new
-        plan = self._session.build(wanted) if version >= FIRST_SESSION_VERSION else None
-        to_send = wanted if plan is None else plan.to_send
+        session = self._session if version >= FIRST_SESSION_VERSION else None
+        if session is not None and not session.needs_full and not (throttle is not None and throttle.active):
+            # KIP-227 after a full fetch: only what may have changed is looked at, and only what
+            # did is sent (a partition's fetch offset moves when data came); the leader reads the
+            # rest from its session and answers what is new
+            plan = session.build_changes(self._changed_positions(), self._removed)
+            to_send = plan.to_send
+        else:
+            wanted, held_back = self._all_positions()
+            if not wanted:
+                if held_back:  # everything is throttled: wait, as Kafka's fetcher backs off
+                    await asyncio.sleep(cfg.replica_fetch_backoff_ms / 1000)
+                return
+            plan = session.build(wanted) if session is not None else None
+            to_send = wanted if plan is None else plan.to_send
+        self._dirty.clear()
+        self._removed.clear()
         req = FetchRequest(
             replica_id=self.local.broker_id,
             max_wait_ms=cfg.replica_fetch_wait_max_ms,
@@ -273,6 +315,7 @@ class ReplicaFetcher:
                 tp = TopicPartition(t.topic, r.partition_index)
                 p = self._partition(tp)
                 if p is not None:
+                    self._dirty.add(tp)  # an answer may move its position (data, log start)
                     if _throttled(throttle, tp):
                         throttle.record(len(r.records or b""), time.monotonic_ns() // 1_000_000)
                     backoff |= await self._handle(conn, p, r)
@@ -407,6 +450,10 @@ class ReplicaFetcherManager(FollowerHooks):
             key = self.assigned.pop(tp, None)
             if key is not None and key in self.fetchers:
                 self.fetchers[key].remove(tp)
+
+    def log_starts_moved(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.log_starts_moved()
 
     async def shutdown(self) -> None:
         await asyncio.gather(*(f.stop() for f in self.fetchers.values()), return_exceptions=True)

@@ -63,6 +63,9 @@ class FollowerHooks:
     def remove_followers(self, partitions: Iterable[TopicPartition]) -> None:
         pass
 
+    def log_starts_moved(self) -> None:
+        """Retention moved some local logs' starts: followers tell their leaders again."""
+
 
 def _sample(partitions: list[TopicPartition], shown: int = 3) -> str:
     """` (a-0, a-1, a-2 ...)`: a few names for the summary line ('' for none)."""
@@ -115,6 +118,26 @@ class ReplicaManager:
         for tp in woken:
             self.delayed.notify(tp)
 
+        self._change_listeners: list[Callable[[TopicPartition], None]] = []
+
+    def on_partition_change(self, listener: Callable[[TopicPartition], None]) -> None:
+        """Tell `listener` of every change a fetcher of a partition could see (an append to a
+        partition led here, its high watermark, log start, leader or ISR): the fetch sessions
+        of followers read only what changed."""
+        self._change_listeners.append(listener)
+
+    def partition_changed(self, tp: TopicPartition) -> None:
+        for listener in self._change_listeners:
+            listener(tp)
+
+    def log_starts_moved(self) -> None:
+        """Retention deleted segments (its pass runs in a worker thread: called back on the loop):
+        every partition counts as changed, once per pass that deleted something."""
+        if self._change_listeners:
+            for tp in list(self.partitions):
+                self.partition_changed(tp)
+        self.followers.log_starts_moved()
+
     def log_dir_failed(self, error: LogDirIOError) -> None:
         if self.on_log_dir_failure is not None:
             self.on_log_dir_failure(error)
@@ -165,7 +188,7 @@ class ReplicaManager:
                 self.log_dir_failed(e)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
         # Only the followers' fetches long-polling for new data: an append alone never moves the
-        # high watermark (`_on_high_watermark` wakes the acks=all waiters and consumers when it
+        # high watermark (`high_watermark_moved` wakes the acks=all waiters and consumers when it
         # does), and re-checking every parked produce request on every append made each append
         # cost O(waiters). A transaction marker may move the last stable offset below the high
         # watermark, which read_committed consumers wait for.
@@ -238,7 +261,7 @@ class ReplicaManager:
             return None
         return self.delayed.park([replication_key(tp) for tp in required], done, timeout_s, outcome)
 
-    def _on_high_watermark(self, tp: TopicPartition) -> None:
+    def high_watermark_moved(self, tp: TopicPartition) -> None:
         # consumers' fetches and acks=all produce requests; followers' fetches wait for appends
         self.delayed.notify(high_watermark_key(tp))
         self.delayed.notify(replication_key(tp))
@@ -264,7 +287,7 @@ class ReplicaManager:
                 lg,
                 high_watermark=self.log_manager.high_watermark_checkpoint(tp.topic, tp.partition) or 0,
             )
-            p.on_high_watermark = self._on_high_watermark
+            p.listener = self
             self.partitions[tp] = p
         return p
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from zkafka.protocol import ErrorCode
@@ -52,24 +52,38 @@ def _partition_states(request: Any) -> Iterable[tuple[str, Any]]:
             yield t.topic_name, p
 
 
+def _tuples() -> Callable[[Iterable[int]], tuple[int, ...]]:
+    """One shared tuple per distinct replica list of a request: a LeaderAndIsr or UpdateMetadata
+    of 100,000 partitions has a handful of distinct ISRs and assignments, and every partition state
+    kept (the broker's replicas, the metadata cache) would otherwise hold two tuples of its own."""
+    seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def interned(ids: Iterable[int]) -> tuple[int, ...]:
+        t = tuple(ids)
+        return seen.setdefault(t, t)
+
+    return interned
+
+
 def handle_leader_and_isr(
     ctx: RequestContext, request: LeaderAndIsrRequest
 ) -> LeaderAndIsrResponse | Awaitable[LeaderAndIsrResponse]:
     error = _fence(ctx, request.controller_epoch, request.broker_epoch)
     if error != ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=error)
+    ids = _tuples()
     changes = [
         PartitionStateChange(
             TopicPartition(topic, p.partition_index),
             LeaderState(
                 leader=p.leader,
                 leader_epoch=p.leader_epoch,
-                isr=tuple(p.isr),
-                replicas=tuple(p.replicas),
+                isr=ids(p.isr),
+                replicas=ids(p.replicas),
                 zk_version=p.zk_version,
                 controller_epoch=p.controller_epoch,
-                adding_replicas=tuple(p.adding_replicas),
-                removing_replicas=tuple(p.removing_replicas),
+                adding_replicas=ids(p.adding_replicas),
+                removing_replicas=ids(p.removing_replicas),
             ),
             is_new=p.is_new,
         )
@@ -172,6 +186,7 @@ def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) 
                 for ep in b.endpoints
             )
         brokers.append(LiveBroker(b.id, endpoints, b.rack))
+    ids = _tuples()
     partitions = [
         PartitionInfo(
             topic=topic,
@@ -179,10 +194,10 @@ def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataRequest) 
             controller_epoch=p.controller_epoch,
             leader=p.leader,
             leader_epoch=p.leader_epoch,
-            isr=tuple(p.isr),
+            isr=ids(p.isr),
             zk_version=p.zk_version,
-            replicas=tuple(p.replicas),
-            offline_replicas=tuple(p.offline_replicas),
+            replicas=ids(p.replicas),
+            offline_replicas=ids(p.offline_replicas),
         )
         for topic, p in _partition_states(request)
     ]

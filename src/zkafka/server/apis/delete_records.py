@@ -47,7 +47,7 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> Resp | Awaitab
                         f"offset {p.offset} is outside [0, {partition.high_watermark}] (the high watermark)",
                     )
                 try:
-                    partition.log.increment_log_start_offset(target)
+                    partition.increment_log_start_offset(target)
                 except StorageError as e:
                     raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)) from None
                 waiting[tp] = (partition, target)

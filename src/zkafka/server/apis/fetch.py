@@ -167,6 +167,27 @@ def _long_poll(
     return fut
 
 
+# -- what the session layer's tracked follower sessions use (`fetch_session_layer.py`) -------------
+def read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool) -> _Read:
+    """One read of a follower's `request` (no long-poll, no quota: the layer parks on its session)."""
+    return _read(ctx, request, record_follower=record_follower)
+
+
+def empty_read() -> _Read:
+    return _Read(Resp(session_id=0))
+
+
+def count_sent(ctx: RequestContext, request: FetchRequest, read: _Read) -> None:
+    _count(ctx, request, read)
+
+
+def follower_has_news(ctx: RequestContext, watched: Watched, replica_id: int, min_bytes: int) -> bool:
+    """Would a follower's re-read of `watched` answer now (as a parked follower fetch decides)?"""
+    if min_bytes <= 1:
+        return _anything_new(ctx, watched, True, False, replica_id)
+    return _available(ctx, watched, True, False, replica_id) >= min_bytes
+
+
 FIRST_V2_FETCH_VERSION = 4
 
 
