@@ -2,7 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/scale_partitions.py [--partitions 2000 10000]
         [--topic-size 1000] [--replication-factor 2] [--brokers 3] [--session-timeout-ms 6000]
-        [--skip failover,shutdown,...]
+        [--skip failover,shutdown,...] [--override zkafka.log.max.open.files=500 ...]
 
 For each size in `--partitions` (a fresh ZooKeeper chroot and cluster each):
 1. **create**: topics of `--topic-size` partitions through confluent-kafka's AdminClient, timed
@@ -15,11 +15,15 @@ For each size in `--partitions` (a fresh ZooKeeper chroot and cluster each):
    re-elected (state znode mtimes; both ZooKeeper's clock). Aim <= 5 s at 100,000 partitions.
 4. **start-up after SIGKILL**: the killed broker is started again (log recovery): time until it is
    registered and until it is back in the ISR of every partition it holds. Aim <= 30 s.
-5. **controlled shutdown**: SIGTERM to the broker leading the most partitions: signal to the last
+5. **broker SIGKILL**: the broker (not the controller) leading the most is killed: from the kill to
+   the last of its leaders re-elected (state znode mtimes), less `zookeeper.session.timeout.ms`
+   (the controller learns of the death when the session expires). Aim <= 1 s. Then it is started
+   again, timed as in 4.
+6. **controlled shutdown**: SIGTERM to the broker leading the most partitions: signal to the last
    leader moved (state znode mtimes) and signal to exit. Aim: 10,000 leaders in <= 1.5 s, i.e.
    >= 6,667 leaders moved/s.
-6. **clean start-up**: that broker started again, timed as in 4.
-7. **cluster down**: every broker stopped with SIGTERM (controller last), as `cluster down` does.
+7. **clean start-up**: that broker started again, timed as in 4.
+8. **cluster down**: every broker stopped with SIGTERM (controller last), as `cluster down` does.
 
 Prints one table per size with each figure and its ratio to the aim (>= 1 meets it), and a summary.
 Nothing is asserted. The ZooKeeper server is the project's launcher (`jute.maxbuffer` 4 MB).
@@ -58,6 +62,7 @@ from zkafka.zk.client import KafkaZkClient
 CREATE_AIM = 5000.0  # partitions/s
 SHUTDOWN_AIM = 10_000 / 1.5  # leaders moved/s
 FAILOVER_AIM_S = 5.0
+BROKER_KILL_AIM_S = 1.0  # beyond zookeeper.session.timeout.ms
 STARTUP_AIM_S = 30.0
 RSS_AIM = 8 * 1024  # bytes per replica
 
@@ -205,6 +210,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
         "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
         "auto.leader.rebalance.enable": "false",
         "default.replication.factor": str(args.replication_factor),
+        **dict(kv.split("=", 1) for kv in args.override),
     }
     rf = args.replication_factor
     with (
@@ -296,6 +302,46 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                         f"start-up after SIGKILL: in ISR of all {len(held):,}", isr, "s", STARTUP_AIM_S, False
                     )
 
+            if "brokerkill" not in args.skip:
+                wait_full_isr(zk, paths, rf, args.timeout)
+                states = read_states(zk, paths)
+                controller = zk.get_controller_id()
+                counts = {b: 0 for b in cluster.brokers if b != controller and cluster.broker_alive(b)}
+                for s in states.values():
+                    if s["leader"] in counts:
+                        counts[s["leader"]] += 1
+                victim = max(counts, key=lambda b: counts[b])
+                victim_paths = [p for p, s in states.items() if s["leader"] == victim]
+                held = [p for p, s in states.items() if victim in s["isr"]]
+                console.print(f"[{total:,}] SIGKILL broker {victim} (leads {len(victim_paths):,})")
+                profile = {"controller": cluster.brokers[controller].pid}
+                with profiled(args, f"{total}-brokerkill", profile):
+                    killed = time.time()
+                    cluster.signal_broker(victim, signal.SIGKILL)
+                    cluster.wait_broker_exit(victim, 10)
+                    moved = wait_moved(
+                        zk, victim_paths, victim, args.timeout + args.session_timeout_ms / 1000
+                    )
+                beyond = max(moved.values()) - killed - args.session_timeout_ms / 1000
+                run.add(
+                    f"broker SIGKILL: last of {len(moved):,} leaders elected, beyond the session timeout",
+                    beyond,
+                    "s",
+                    BROKER_KILL_AIM_S,
+                    False,
+                )
+                if "startup" not in args.skip:
+                    console.print(f"[{total:,}] restarting broker {victim} (recovery after SIGKILL)")
+                    reg, isr = time_startup(cluster, zk, victim, held, args.timeout)
+                    run.add("start-up after broker SIGKILL: registered", reg, "s")
+                    run.add(
+                        f"start-up after broker SIGKILL: in ISR of all {len(held):,}",
+                        isr,
+                        "s",
+                        STARTUP_AIM_S,
+                        False,
+                    )
+
             if "shutdown" not in args.skip:
                 wait_full_isr(zk, paths, rf, args.timeout)
                 states = read_states(zk, paths)
@@ -377,9 +423,19 @@ def main() -> None:
     ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
     ap.add_argument("--py-spy", help="path of py-spy: profile the brokers during creation and shutdown")
     ap.add_argument("--profile-dir", default="build/scale-profiles", help="where --py-spy writes")
+    ap.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker config for every broker (repeatable), e.g. zkafka.log.max.open.files=500",
+    )
     ap.add_argument("--timeout", type=float, default=600.0, help="give up a wait after")
     ap.add_argument(
-        "--skip", type=lambda s: set(s.split(",")), default=set(), help="of failover,startup,shutdown,down"
+        "--skip",
+        type=lambda s: set(s.split(",")),
+        default=set(),
+        help="of failover,brokerkill,startup,shutdown,down",
     )
     args = ap.parse_args()
     console = Console(width=150)

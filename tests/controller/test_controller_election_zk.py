@@ -6,7 +6,7 @@ import asyncio
 
 from controller_harness import Cluster, expire_session, wait_until, wait_until_async
 
-from zkafka.protocol.messages import UpdateMetadataRequest
+from zkafka.protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
 from zkafka.zk.model import TopicPartition
 from zkafka.zk.ops import CreateOp, DeleteOp, SetDataOp
 from zkafka.zk.znodes import ControllerEpochZNode, ControllerZNode
@@ -79,6 +79,78 @@ def test_failover_when_the_active_controller_crashes(zk_connect: str) -> None:
             assert after.controller_epoch == old_epoch + 1
             assert after.leader_and_isr.leader == second.broker_id
             assert after.leader_and_isr.leader_epoch == before.leader_and_isr.leader_epoch + 1
+
+    asyncio.run(main())
+
+
+def test_failover_elects_the_dead_controllers_partitions_first_and_takes_it_out_of_every_isr(
+    zk_connect: str,
+) -> None:
+    """The new controller elects the partitions the crashed controller led before it sends the
+    failover's LeaderAndIsr for every replica (at 100,000 partitions those take seconds to build),
+    and takes the crashed broker's follower replicas out of their ISRs (Kafka's replica state
+    machine start-up) instead of leaving that to the leaders' lag check."""
+    led, followed, apart = (TopicPartition("f", p) for p in range(3))
+
+    async def main() -> None:
+        async with Cluster(zk_connect, [1, 2, 3]) as cluster:
+            first = await cluster.wait_for_controller()
+            assert first.controller is not None
+            old_epoch = first.controller.epoch
+            dead = first.broker_id
+            x, y = (b for b in (1, 2, 3) if b != dead)
+            await cluster.zk(
+                cluster.admin.create_topic_assignment, "f", {0: [dead, x], 1: [x, dead], 2: [x, y]}
+            )
+            for tp in (led, followed, apart):
+                await cluster.wait_for_state(tp, lambda s: len(s.leader_and_isr.isr) == 2, f"{tp} online")
+            before = {tp: await cluster.state(tp) for tp in (led, followed, apart)}
+            survivor = cluster[x]
+            survivor.broker.received.clear()
+
+            await first.crash()
+            second = await cluster.wait_for_controller()
+            assert second.controller is not None and second.controller.epoch == old_epoch + 1
+            now = await cluster.wait_for_state(
+                led, lambda s: s.leader_and_isr.leader == x, "the dead controller's partition re-elected"
+            )
+            assert now.leader_and_isr.isr == (x,)
+            assert now.leader_and_isr.leader_epoch == before[led].leader_and_isr.leader_epoch + 1
+            shrunk = await cluster.wait_for_state(
+                followed, lambda s: s.leader_and_isr.isr == (x,), "the dead follower out of the ISR"
+            )
+            assert shrunk.leader_and_isr.leader == x
+            assert shrunk.leader_and_isr.leader_epoch == before[followed].leader_and_isr.leader_epoch + 1
+            assert shrunk.controller_epoch == old_epoch + 1
+            await asyncio.sleep(0.3)
+            assert await cluster.state(apart) == before[apart]  # nothing of it died: left alone
+
+            def this_term(kind: type) -> list:
+                return [r for r in survivor.broker.requests(kind) if r.controller_epoch == old_epoch + 1]
+
+            await wait_until(
+                lambda: any(
+                    p.partition_index == 2
+                    for r in this_term(LeaderAndIsrRequest)
+                    for t in r.topic_states
+                    for p in t.partition_states
+                ),
+                "the failover's LeaderAndIsr for every replica",
+            )
+            # the live brokers first, then the election alone, then everything
+            assert [
+                p.partition_index
+                for t in this_term(LeaderAndIsrRequest)[0].topic_states
+                for p in t.partition_states
+            ] == [0]
+            first_um = this_term(UpdateMetadataRequest)[0]
+            assert not first_um.topic_states and {b.id for b in first_um.live_brokers} == {x, y}
+            told = [
+                (r, p)
+                for r, p in survivor.broker.leader_and_isr_states(led)
+                if r.controller_epoch == old_epoch + 1
+            ]
+            assert len(told) == 1  # the election's; the failover's full request does not repeat it
 
     asyncio.run(main())
 

@@ -5,6 +5,7 @@ end to end."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -205,6 +206,60 @@ def test_suspended_reconnected_and_lost(tmp_path: Path) -> None:
             watcher.close()
 
         run(main)
+    finally:
+        server.stop()
+
+
+def test_a_reconnection_with_thousands_of_requests_queued_does_not_deadlock(tmp_path: Path) -> None:
+    """kazoo wakes its connection thread with one byte per request on a socket pair that holds a few
+    hundred wake-ups; callers queuing more while ZooKeeper is away wait until the connection thread
+    has sent theirs. Session listeners run on that thread, the only reader: a listener that re-read
+    a watch itself waited on itself forever, the session expired and kazoo never reconnected (a
+    broker pipelining thousands of ISR writes, at 30,000 partitions)."""
+    server = ZooKeeperServer(data_dir=tmp_path / "zk", force_sync=False).start()
+    requests = 3000
+    try:
+        client = KafkaZkClient(server.connect_string, session_timeout_ms=20000)
+
+        async def main() -> None:
+            watcher = AsyncWatcher(client, asyncio.get_running_loop())
+            sessions, data = Recorder(), Recorder()
+            watcher.add_session_listener(sessions)
+            client.create("/watched", b"1")
+            session, port = client.session_id, server.port
+            # a watch read in flight when the server dies fails: it is read again on reconnection
+            assert server.process is not None
+            server.process.send_signal(signal.SIGSTOP)
+            watcher.watch_data("/watched", data)
+            await asyncio.sleep(0.5)
+            server.process.kill()
+            await asyncio.to_thread(server.stop)
+            await sessions.wait_for(lambda e: getattr(e, "state", None) is SessionState.SUSPENDED)
+            queued: list[object] = []
+
+            def flood() -> None:  # what a broker's ZooKeeper thread does with a pipelined write
+                for _ in range(requests):
+                    queued.append(client.kazoo.exists_async("/watched"))
+
+            flooder = threading.Thread(target=flood, daemon=True)
+            flooder.start()
+            seen = -1
+            while seen != len(queued):  # until the flooder waits for the connection thread
+                seen = len(queued)
+                await asyncio.sleep(0.5)
+            assert flooder.is_alive() and len(queued) < requests  # the wake-up socket is full
+            server.port = port
+            await asyncio.to_thread(server.start)
+            back = await sessions.wait_for(lambda e: getattr(e, "state", None) is SessionState.CONNECTED)
+            assert isinstance(back, SessionEvent) and back.session_id == session
+            await data.wait_for(lambda e: getattr(e, "data", None) == b"1")
+            await asyncio.to_thread(flooder.join, TIMEOUT)
+            assert not flooder.is_alive() and len(queued) == requests
+            assert await asyncio.to_thread(client.exists, "/watched") is not None
+            watcher.close()
+
+        run(main)
+        client.close()
     finally:
         server.stop()
 

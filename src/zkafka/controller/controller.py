@@ -10,9 +10,11 @@ Theory of operation:
   calls (run on the ZkExecutor thread) and may queue requests to brokers; nothing else touches the
   controller's state, so there are no locks.
 * Winning the election runs the failover: register the active watches, clear stale notifications,
-  rebuild the context from ZooKeeper, tell every broker the metadata (UpdateMetadata before any
-  LeaderAndIsr), start the state machines (elect leaders where needed), resume reassignments, topic
-  deletions and preferred elections, schedule the leader rebalance check.
+  rebuild the context from ZooKeeper, tell every broker the live brokers (UpdateMetadata before any
+  LeaderAndIsr), elect leaders for the partitions without a live one, then tell every broker all
+  the metadata and every replica its partition's state, take the dead brokers' replicas out of
+  the ISRs (Kafka's state machine start-up, with its elections moved first), resume
+  reassignments, topic deletions and preferred elections, schedule the leader rebalance check.
 * Resigning (another controller, session expiry, fencing, shutdown) drops all of that again.
 
 Session expiry: the controller resigns as soon as the session is reported expired. When the new
@@ -71,7 +73,7 @@ from zkafka.controller.topic_events import TopicEvents
 from zkafka.protocol import ErrorCode
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import ControllerMovedError
-from zkafka.zk.model import TopicPartition
+from zkafka.zk.model import LeaderAndIsr, TopicPartition
 from zkafka.zk.watch_bridge import (
     AsyncWatcher,
     SessionEvent,
@@ -525,19 +527,35 @@ class Controller:
         loaded = time.perf_counter()
         to_delete, ineligible = await self._fetch_topic_deletions()
         await self._deletion.init(to_delete, ineligible)
+        online, offline = self._rsm.initialize()
+        self._psm.initialize()
+        # Kafka sends UpdateMetadata and a LeaderAndIsr for every replica, then elects the
+        # partitions without a live leader. Here those elections come first: at 100,000
+        # partitions the full requests take seconds to build, and the partitions of a dead
+        # controller stay without a leader meanwhile. Nothing is decided differently: every
+        # decision is a fenced write from the state just read, and the new leaders' LeaderAndIsr
+        # (with UpdateMetadata for their partitions to every live broker) go out first; the full
+        # UpdateMetadata and the LeaderAndIsr of every other partition follow.
+        # The live brokers first, as Kafka does (a broker told to follow must know its leader):
+        # no partitions in it, so it costs nothing to build.
+        core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, [])
+        elected = await self._psm.trigger_online_partition_state_change()
+        elections_done = time.perf_counter()
         core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ctx.partitions_with_leaders())
-        await self._rsm.startup()
-        await self._psm.startup()
+        told = {tp for tp, outcome in elected.items() if isinstance(outcome, LeaderAndIsr)}
+        await self._rsm.startup(online, offline, told=told)
         log.info(
             "controller %d epoch %d ready: brokers %s, %d topics, %d partitions "
-            "(context loaded in %.2f s, leaders elected %.2f s later)",
+            "(context loaded in %.2f s, %d leader(s) elected %.2f s later, every replica told %.2f s after)",
             self.broker_id,
             ctx.epoch,
             sorted(ctx.live_brokers),
             len(ctx.all_topics),
             len(ctx.leadership),
             loaded - began,
-            time.perf_counter() - loaded,
+            len(told),
+            elections_done - loaded,
+            time.perf_counter() - elections_done,
         )
         await self._reassignments.initialize()
         await self._deletion.try_topic_deletion()

@@ -55,9 +55,10 @@ class PartitionStateMachine:
     def __init__(self, core: ControllerCore) -> None:
         self.core = core
 
-    async def startup(self) -> None:
-        """Derive every partition's state from the context (after failover), then elect leaders for
-        NEW and OFFLINE partitions."""
+    def initialize(self) -> None:
+        """After failover, every partition's state from the context, sending nothing (Kafka's
+        initializePartitionState): NEW without a state znode, ONLINE with a live leader, else
+        OFFLINE. `trigger_online_partition_state_change` then elects the NEW and OFFLINE ones."""
         ctx = self.core.context
         for tp in ctx.all_partitions:
             leadership = ctx.leadership.get(tp)
@@ -67,7 +68,6 @@ class PartitionStateMachine:
                 ctx.partition_states[tp] = PartitionState.ONLINE
             else:
                 ctx.partition_states[tp] = PartitionState.OFFLINE
-        await self.trigger_online_partition_state_change()
 
     async def trigger_online_partition_state_change(self) -> ElectionOutcome:
         """Try to bring every NEW or OFFLINE partition online (topics being deleted excepted)."""

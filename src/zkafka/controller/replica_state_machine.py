@@ -20,7 +20,7 @@ States and valid previous states are in `states.py`. What each transition does:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 
 from zkafka.controller.core import ControllerCore, read_states, state_change_log
@@ -48,30 +48,54 @@ class ReplicaStateMachine:
     def __init__(self, core: ControllerCore) -> None:
         self.core = core
 
-    async def startup(self) -> None:
-        """After failover: online replicas ONLINE (they get LeaderAndIsr), others DELETION_INELIGIBLE."""
+    def initialize(self) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """After failover, every replica's state from the context, sending nothing (Kafka's
+        initializeReplicaState): ONLINE on a live broker, else DELETION_INELIGIBLE. Returns
+        (online, offline) replicas for `startup`."""
         ctx = self.core.context
-        online = []
+        online, offline = [], []
         for replica in ctx.replicas_for_partitions(ctx.all_partitions):
             if ctx.is_replica_online(replica.replica, replica.partition):
                 ctx.replica_states[replica] = ReplicaState.ONLINE
                 online.append(replica)
             else:
-                # Not "offline": a replica that may still hold data of a topic being deleted must be
-                # retried once its broker is back.
                 ctx.replica_states[replica] = ReplicaState.DELETION_INELIGIBLE
-        await self.handle_state_changes(online, ReplicaState.ONLINE)
+                offline.append(replica)
+        return online, offline
+
+    async def startup(
+        self,
+        online: list[PartitionAndReplica],
+        offline: list[PartitionAndReplica],
+        *,
+        told: Collection[TopicPartition] = frozenset(),
+    ) -> None:
+        """After failover (Kafka's startup): LeaderAndIsr to every online replica, then the
+        offline ones OFFLINE (out of the ISR, leader -1 where they led). `told`: partitions whose
+        live replicas already got this term's LeaderAndIsr from an election made just before, so
+        they are not sent the same state twice. Replicas of topics being deleted stay
+        DELETION_INELIGIBLE: their deletion is retried when their broker is back."""
+        ctx = self.core.context
+        await self.handle_state_changes([r for r in online if r.partition not in told], ReplicaState.ONLINE)
+        gone = [r for r in offline if not ctx.is_topic_queued_up_for_deletion(r.partition.topic)]
+        await self.handle_state_changes(gone, ReplicaState.OFFLINE, told=told)
 
     async def handle_state_changes(
-        self, replicas: Iterable[PartitionAndReplica], target: ReplicaState
+        self,
+        replicas: Iterable[PartitionAndReplica],
+        target: ReplicaState,
+        *,
+        told: Collection[TopicPartition] = frozenset(),
     ) -> None:
+        """`told` (OFFLINE only): partitions whose replicas already got their current state in this
+        event; one the transition leaves unchanged is not sent again."""
         by_broker: dict[int, list[PartitionAndReplica]] = {}
         for replica in dict.fromkeys(replicas):
             by_broker.setdefault(replica.replica, []).append(replica)
         if not by_broker:
             return
         for broker_id, broker_replicas in sorted(by_broker.items()):
-            await self._do_handle_state_changes(broker_id, broker_replicas, target)
+            await self._do_handle_state_changes(broker_id, broker_replicas, target, told)
         self.core.batch.flush()
 
     def _change_state(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
@@ -82,7 +106,11 @@ class ReplicaStateMachine:
         ctx.replica_states[replica] = target
 
     async def _do_handle_state_changes(
-        self, broker_id: int, replicas: list[PartitionAndReplica], target: ReplicaState
+        self,
+        broker_id: int,
+        replicas: list[PartitionAndReplica],
+        target: ReplicaState,
+        told: Collection[TopicPartition] = frozenset(),
     ) -> None:
         core, ctx = self.core, self.core.context
         valid = []
@@ -143,7 +171,7 @@ class ReplicaStateMachine:
                             )
                     self._change_state(replica, ReplicaState.ONLINE)
             case ReplicaState.OFFLINE:
-                await self._go_offline(broker_id, valid)
+                await self._go_offline(broker_id, valid, told)
             case ReplicaState.DELETION_STARTED:
                 for replica in valid:
                     self._change_state(replica, ReplicaState.DELETION_STARTED)
@@ -159,15 +187,19 @@ class ReplicaStateMachine:
                     )
                     ctx.replica_states.pop(replica, None)
 
-    async def _go_offline(self, broker_id: int, replicas: list[PartitionAndReplica]) -> None:
+    async def _go_offline(
+        self, broker_id: int, replicas: list[PartitionAndReplica], told: Collection[TopicPartition]
+    ) -> None:
         core, ctx = self.core, self.core.context
         for replica in replicas:
             core.batch.add_stop_replica([broker_id], replica.partition, delete=False)
         with_leadership = [r.partition for r in replicas if r.partition in ctx.leadership]
         without_leadership = [r for r in replicas if r.partition not in ctx.leadership]
+        known = {tp: ctx.leadership[tp] for tp in with_leadership if tp in told}
         updated = await self.remove_replicas_from_isr(broker_id, with_leadership)
         for tp, state in updated.items():
-            if not ctx.is_topic_queued_up_for_deletion(tp.topic):
+            # not again to replicas that already have this very state (an election just told them)
+            if known.get(tp) != state and not ctx.is_topic_queued_up_for_deletion(tp.topic):
                 recipients = [r for r in ctx.partition_replica_assignment(tp) if r != broker_id]
                 core.batch.add_leader_and_isr(
                     recipients, tp, state, ctx.partition_full_replica_assignment(tp), is_new=False

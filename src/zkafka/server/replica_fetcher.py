@@ -4,7 +4,9 @@
 A partition added to a fetcher first reconciles its log with the leader's (KIP-101/279):
 OffsetForLeaderEpoch with the follower's latest epoch tells where the two logs diverge, and the
 follower truncates there, so a replica that was leader in an older epoch never keeps records the
-new leader does not have. Then it fetches from its log end: Fetch with `replica_id` = our broker
+new leader does not have. One request asks for every partition waiting for it; a partition the
+leader cannot answer for yet waits `replica.fetch.backoff.ms` alone while the others fetch. Then
+it fetches from its log end: Fetch with `replica_id` = our broker
 id (the leader learns our log end offset from it and advances the high watermark), appends the
 leader's batches verbatim (offsets and epochs kept), and takes over the leader's high watermark
 and log start offset. OFFSET_OUT_OF_RANGE means the leader's log is shorter (truncate to its end)
@@ -26,7 +28,7 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from zkafka.client.connection import BrokerConnection
 from zkafka.client.fetch_session import (
@@ -80,6 +82,18 @@ class FollowerContext:
 @dataclass(slots=True)
 class _FetchState:
     needs_truncation: bool = True
+    """Not fetched until its log was reconciled with the leader's (OffsetForLeaderEpoch)."""
+    retry_at: float = 0.0
+    """After an error of the leader for it: not asked again before this (time.monotonic())."""
+
+
+class _Asked(NamedTuple):
+    """A partition in an OffsetForLeaderEpoch round: the epoch of ours asked about, and the fetch
+    state it was asked for (a LeaderAndIsr that re-adds the partition makes a new one)."""
+
+    partition: Partition
+    epoch: int
+    state: _FetchState
 
 
 class ReplicaFetcher:
@@ -165,66 +179,118 @@ class ReplicaFetcher:
 
     # -- truncation (KIP-101/279) -----------------------------------------------------------------
     async def _truncate_if_needed(self, conn: BrokerConnection) -> None:
+        """Reconcile every partition that needs it with the leader's log, all in one
+        OffsetForLeaderEpoch per round (as Kafka's fetcher): a broker restarted with thousands of
+        replicas asked one partition per round trip and fetched nothing until all were done. A
+        partition the leader cannot answer for yet (it has not applied the controller's
+        LeaderAndIsr, or knows an older epoch) is asked again after `replica.fetch.backoff.ms`;
+        the others go on to fetch."""
+        now = time.monotonic()
+        asked: dict[TopicPartition, _Asked] = {}
         for tp, st in list(self.partitions.items()):
-            if not st.needs_truncation:
+            if not st.needs_truncation or st.retry_at > now:
                 continue
             p = self._partition(tp)
             if p is None:
                 continue
-            await self._truncate(conn, p)
-            st.needs_truncation = False
-            self._dirty.add(tp)
-
-    async def _truncate(self, conn: BrokerConnection, p: Partition) -> None:
-        epochs = p.log.epochs
-        asked = epochs.latest_epoch
-        for _ in range(MAX_TRUNCATION_ROUNDS):
-            if asked is None:  # empty log or no epochs: nothing can have diverged
-                return
-            req = OffsetForLeaderEpochRequest(
-                replica_id=self.local.broker_id,
-                topics=[
-                    OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
-                        topic=p.tp.topic,
-                        partitions=[
-                            OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
-                                partition=p.tp.partition,
-                                current_leader_epoch=p.leader_epoch,
-                                leader_epoch=asked,
-                            )
-                        ],
-                    )
-                ],
-            )
-            resp = await conn.send(req, version=min(3, conn.pick_version(req.API_KEY)))
-            r = resp.topics[0].partitions[0]
-            if r.error_code != ErrorCode.NONE:
-                raise ConnectionError(f"OffsetForLeaderEpoch for {p.tp}: error {r.error_code}")
-            leo = p.log.log_end_offset
-            if r.end_offset < 0:
-                target = min(p.high_watermark, leo)
+            epoch = p.log.epochs.latest_epoch
+            if epoch is None:  # empty log or no epochs: nothing can have diverged
+                st.needs_truncation = False
+                self._dirty.add(tp)
             else:
-                own_epoch, own_end = epochs.end_offset_for(r.leader_epoch, leo)
-                if own_epoch == r.leader_epoch:
-                    target = min(own_end, r.end_offset, leo)
-                elif 0 <= own_epoch < r.leader_epoch:
-                    # KIP-279: our history for that epoch ends earlier; ask again for our epoch
-                    p.truncate_to(min(own_end, leo))
-                    asked = own_epoch
-                    continue
-                else:
-                    target = min(r.end_offset, leo)
-            if target < leo:
-                log.info(
-                    "%s: truncating from %d to %d (leader epoch %d ends at %d)",
-                    p.tp,
-                    leo,
-                    target,
-                    r.leader_epoch,
-                    r.end_offset,
+                asked[tp] = _Asked(p, epoch, st)
+        for _ in range(MAX_TRUNCATION_ROUNDS):
+            if not asked:
+                return
+            asked = await self._truncation_round(conn, asked)
+        for tp in asked:  # no answer settled it within the rounds: fetch from where we are
+            st = self.partitions.get(tp)
+            if st is not None:
+                st.needs_truncation = False
+                self._dirty.add(tp)
+
+    async def _truncation_round(
+        self, conn: BrokerConnection, asked: dict[TopicPartition, _Asked]
+    ) -> dict[TopicPartition, _Asked]:
+        """One OffsetForLeaderEpoch for `asked` (partition -> our epoch to ask about); truncates
+        each answered partition, returns those to ask again with an older epoch (KIP-279)."""
+        by_topic: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
+        for tp, a in asked.items():
+            by_topic.setdefault(tp.topic, []).append(
+                OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=a.partition.leader_epoch,
+                    leader_epoch=a.epoch,
                 )
-            p.truncate_to(target)
-            return
+            )
+        req = OffsetForLeaderEpochRequest(
+            replica_id=self.local.broker_id,
+            topics=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+        resp = await conn.send(
+            req,
+            version=min(3, conn.pick_version(req.API_KEY)),
+            timeout=self.local.config.replica_socket_timeout_ms / 1000,
+        )
+        again: dict[TopicPartition, _Asked] = {}
+        failed: dict[int, int] = {}
+        retry_at = time.monotonic() + self.local.config.replica_fetch_backoff_ms / 1000
+        for t in resp.topics:
+            for r in t.partitions:
+                a = asked.get(TopicPartition(t.topic, r.partition))
+                # re-added meanwhile (a new LeaderAndIsr) or gone: asked again for the new state
+                if a is None or self.partitions.get(a.partition.tp) is not a.state:
+                    continue
+                if r.error_code != ErrorCode.NONE:
+                    failed[r.error_code] = failed.get(r.error_code, 0) + 1
+                    a.state.retry_at = retry_at
+                    continue
+                older = self._truncate(a.partition, r.leader_epoch, r.end_offset)
+                if older is None:
+                    a.state.needs_truncation = False
+                    self._dirty.add(a.partition.tp)
+                else:
+                    again[a.partition.tp] = a._replace(epoch=older)
+        if failed:
+            log.info(
+                "fetcher %d-%d: OffsetForLeaderEpoch errors %s (code: partitions); asking again in %d ms",
+                self.leader_id,
+                self.index,
+                failed,
+                self.local.config.replica_fetch_backoff_ms,
+            )
+        return again
+
+    def _truncate(self, p: Partition, leader_epoch: int, leader_end: int) -> int | None:
+        """Truncate `p` where its log diverges from the leader's, which answered that `leader_epoch`
+        (the largest it knows at or below ours) ends at `leader_end`. Returns an older epoch of ours
+        to ask about instead when our history of `leader_epoch` ends earlier (KIP-279)."""
+        leo = p.log.log_end_offset
+        if leader_end < 0:
+            target = min(p.high_watermark, leo)
+        else:
+            own_epoch, own_end = p.log.epochs.end_offset_for(leader_epoch, leo)
+            if own_epoch == leader_epoch:
+                target = min(own_end, leader_end, leo)
+            elif 0 <= own_epoch < leader_epoch:
+                p.truncate_to(min(own_end, leo))
+                return own_epoch
+            else:
+                target = min(leader_end, leo)
+        if target < leo:
+            log.info(
+                "%s: truncating from %d to %d (leader epoch %d ends at %d)",
+                p.tp,
+                leo,
+                target,
+                leader_epoch,
+                leader_end,
+            )
+        p.truncate_to(target)
+        return None
 
     # -- fetching ---------------------------------------------------------------------------------
     def _position(self, p: Partition) -> FetchRequest.FetchPartition:
@@ -244,7 +310,10 @@ class ReplicaFetcher:
         now_ms = time.monotonic_ns() // 1_000_000
         over = throttle is not None and throttle.active and throttle.is_exceeded(now_ms)
         held_back = False
-        for tp in list(self.partitions):
+        for tp, st in list(self.partitions.items()):
+            if st.needs_truncation:  # waits for the leader's OffsetForLeaderEpoch answer
+                held_back = True
+                continue
             p = self._partition(tp)
             if p is None:
                 continue
@@ -259,6 +328,9 @@ class ReplicaFetcher:
         """The positions of the partitions that may have moved since the last request."""
         changed: dict[TopicPartition, FetchRequest.FetchPartition] = {}
         for tp in list(self._dirty):
+            st = self.partitions.get(tp)
+            if st is not None and st.needs_truncation:
+                continue  # sent once truncated (the truncation marks it dirty again)
             p = self._partition(tp)
             if p is not None:
                 changed[tp] = self._position(p)
@@ -313,6 +385,11 @@ class ReplicaFetcher:
         for t in resp.responses:
             for r in t.partitions:
                 tp = TopicPartition(t.topic, r.partition_index)
+                st = self.partitions.get(tp)
+                if st is not None and st.needs_truncation:
+                    # the leader's session answered from the position it last had; this replica
+                    # may yet truncate below it: sent again, with its position, once reconciled
+                    continue
                 p = self._partition(tp)
                 if p is not None:
                     self._dirty.add(tp)  # an answer may move its position (data, log start)

@@ -6,6 +6,13 @@ Thread-affinity contract:
   stalls every other watch; a blocked listener stalls reconnection).
 * So this bridge only ever does non-blocking things on those threads: it re-arms a one-shot watch with
   an `*_async` read and hands the result to the event loop with `loop.call_soon_threadsafe`.
+* An `*_async` call is not quite non-blocking: it wakes the connection thread with one byte on a
+  socket pair whose buffer holds a few hundred wake-ups, and waits when that is full until the
+  connection thread has sent as many requests. A broker that pipelines thousands of requests
+  while the connection is down fills it; the connection thread, the only reader, must then
+  never call kazoo itself, or it waits on itself forever (no pings, the session expires, kazoo
+  never reconnects: a broker lost to ZooKeeper for good, seen at 30,000 partitions). So the
+  re-reads after a reconnection run on kazoo's callback thread, not in the session listener.
 * User callbacks therefore always run ON THE LOOP THREAD, one at a time, in the order ZooKeeper
   delivered them for a given path. A controller can feed them straight into its single event queue.
 * Blocking ZooKeeper calls made from asyncio code go through `ZkExecutor`, a dedicated single thread
@@ -33,7 +40,7 @@ from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import Callback, EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
 
 from zkafka.zk.session import ZkSession
 
@@ -316,7 +323,8 @@ class AsyncWatcher:
                 # Watches died with the old session: re-read everything.
                 with self._lock:
                     self._rearm |= self._handles
-            self._rearm_pending()
+            # Not from this thread (see the module docstring): on kazoo's callback thread.
+            self.zk.handler.dispatch_callback(Callback("session", self._rearm_pending, ()))
         elif state == KazooState.SUSPENDED:
             event = SessionEvent(SessionState.SUSPENDED, self._session_id)
         else:
