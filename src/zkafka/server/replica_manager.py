@@ -96,6 +96,7 @@ class ReplicaManager:
         self._clock = clock
         self._woken: set[TopicPartition] = set()
         """Partitions appended to since the last `_wake_fetches` (one is scheduled while any)."""
+        self._change_listeners: list[Callable[[TopicPartition], None]] = []
 
     def _appended(self, tp: TopicPartition) -> None:
         """Wake the followers' fetches parked on `tp` once the event loop has handled what it
@@ -117,8 +118,6 @@ class ReplicaManager:
         woken, self._woken = self._woken, set()
         for tp in woken:
             self.delayed.notify(tp)
-
-        self._change_listeners: list[Callable[[TopicPartition], None]] = []
 
     def on_partition_change(self, listener: Callable[[TopicPartition], None]) -> None:
         """Tell `listener` of every change a fetcher of a partition could see (an append to a
