@@ -9,6 +9,7 @@ Two forms: `park` calls back (`on_done(True)` from inside the `notify` that foun
 true, `on_done(False)` from the timer), which is what the request hot paths use: an acks=all
 produce or a long-poll fetch is then answered with no task and no extra event-loop turn between
 the wake-up and its response. `wait` wraps `park` in a future for code that awaits.
+`notify_soon` batches a loop turn's notifications of a key into one (appends waking followers).
 
 A timeout never fires early: the event loop's timers have millisecond granularity (uvloop rounds
 them), and a long-poll fetch answered a fraction of a millisecond before `max_wait_ms` makes
@@ -51,6 +52,8 @@ class DelayedOperations:
     def __init__(self) -> None:
         # per key, its waiters in arrival order (a dict: ordered, O(1) removal)
         self._by_key: dict[Hashable, dict[Waiter, None]] = {}
+        self._soon: dict[Hashable, None] = {}
+        """Keys `notify_soon` was given since its last flush (one flush is scheduled while any)."""
 
     def park(
         self,
@@ -112,6 +115,27 @@ class DelayedOperations:
                 ready = True
             if ready:
                 self._finish(w, True)
+
+    def notify_soon(self, key: Hashable) -> None:
+        """`notify(key)` once the event loop has handled what it read this turn, once per key
+        however often it is named: the produce requests of every connection read together are
+        then all appended before a follower's parked fetch is answered, and it carries them in one
+        response (one round trip, one high-watermark move, one consumer wake-up) instead of the
+        first alone, the others waiting a whole fetch round trip more. The answer still goes out
+        on the loop's next iteration. Without a running loop (tools, tests) it notifies at once."""
+        soon = self._soon
+        if not soon:
+            try:
+                asyncio.get_running_loop().call_soon(self._notify_pending)
+            except RuntimeError:
+                self.notify(key)
+                return
+        soon[key] = None
+
+    def _notify_pending(self) -> None:
+        keys, self._soon = self._soon, {}
+        for key in keys:
+            self.notify(key)
 
     def notify_all(self) -> None:
         for key in list(self._by_key):

@@ -94,30 +94,7 @@ class ReplicaManager:
         self.on_log_dir_failure: Callable[[LogDirIOError], None] | None = None
         """Told when a write to a log dir failed at the OS (`log_dir_failure.LogDirFailures`)."""
         self._clock = clock
-        self._woken: set[TopicPartition] = set()
-        """Partitions appended to since the last `_wake_fetches` (one is scheduled while any)."""
         self._change_listeners: list[Callable[[TopicPartition], None]] = []
-
-    def _appended(self, tp: TopicPartition) -> None:
-        """Wake the followers' fetches parked on `tp` once the event loop has handled what it
-        read this turn, not inside the append: the produce requests of every connection read
-        together are then appended before a follower's fetch is answered, and it carries them
-        all in one response (and one round trip, one high-watermark move, one consumer wake-up)
-        instead of the first alone, the others waiting a whole fetch round trip more. The
-        answer goes out on the same loop iteration either way."""
-        woken = self._woken
-        if not woken:
-            try:
-                asyncio.get_running_loop().call_soon(self._wake_fetches)
-            except RuntimeError:  # no loop (tools, tests appending directly): at once
-                self.delayed.notify(tp)
-                return
-        woken.add(tp)
-
-    def _wake_fetches(self) -> None:
-        woken, self._woken = self._woken, set()
-        for tp in woken:
-            self.delayed.notify(tp)
 
     def on_partition_change(self, listener: Callable[[TopicPartition], None]) -> None:
         """Tell `listener` of every change a fetcher of a partition could see (an append to a
@@ -189,9 +166,10 @@ class ReplicaManager:
         # Only the followers' fetches long-polling for new data: an append alone never moves the
         # high watermark (`high_watermark_moved` wakes the acks=all waiters and consumers when it
         # does), and re-checking every parked produce request on every append made each append
-        # cost O(waiters). A transaction marker may move the last stable offset below the high
-        # watermark, which read_committed consumers wait for.
-        self._appended(tp)
+        # cost O(waiters); woken once per loop turn (`notify_soon`), so one follower answer carries
+        # every produce request read together. A transaction marker may move the last stable
+        # offset below the high watermark, which read_committed consumers wait for.
+        self.delayed.notify_soon(tp)
         for h in headers:
             if h.attributes & CONTROL_MASK:
                 self.delayed.notify(stable_offset_key(tp))

@@ -206,11 +206,12 @@ def track_partition_changes(
     cache: FetchSessionCache, delayed: DelayedOperations
 ) -> Callable[[TopicPartition], None]:
     """The replica manager's change listener for `cache`: the tracked sessions holding a changed
-    partition read it in their next round, and their parked fetch re-checks."""
+    partition read it in their next round, and their parked fetch re-checks once this loop turn's
+    changes are all made (`notify_soon`, as for sessionless follower fetches)."""
 
     def changed(tp: TopicPartition) -> None:
         for session in cache.partition_changed(tp):
-            delayed.notify(session_key(session.id))
+            delayed.notify_soon(session_key(session.id))
 
     return changed
 
