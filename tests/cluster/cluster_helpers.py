@@ -285,6 +285,24 @@ def metadata_isr(cluster: Cluster, via: int, topic: str, partition: int = 0) -> 
     return p.leader, set(p.isrs)
 
 
+def wait_until_metadata_is_propagated(
+    cluster: Cluster, topic: str, partition: int, leader: int, timeout: float = 30
+) -> None:
+    """Wait until every live broker answers Metadata naming `leader` for the partition (Kafka's
+    `TestUtils.waitUntilMetadataIsPropagated`). ZooKeeper names a new leader before the controller's
+    UpdateMetadata reaches the brokers, and until it does they answer what they were last told: the
+    dead leader, or no leader at all (LEADER_NOT_AVAILABLE, leader -1) once they know it is dead.
+    A client that starts in that window may fail at once: librdkafka's get_watermark_offsets reads a
+    leaderless partition as `_UNKNOWN_PARTITION`, without asking again."""
+    for b in cluster.broker_ids:
+        if cluster.local.broker_alive(b):
+            wait_for(
+                lambda b=b: metadata_isr(cluster, b, topic, partition)[0] == leader,
+                timeout,
+                f"broker {b}'s Metadata to name {leader} leader of {topic}-{partition}",
+            )
+
+
 # -- producing and consuming -------------------------------------------------------------------------
 
 
