@@ -548,9 +548,18 @@ def test_create_topic_assignments_writes_each_topic_and_reports_each_failure(zk:
     assert zk.get_topic_assignment("fresh-a") == replace(a, zk_version=0)
     assert zk.get_entity_config("topics", "fresh-a") == {"cleanup.policy": "compact"}
     assert zk.get_entity_config("topics", "fresh-b") == {}
-    # byte-exact with what a one-topic creation writes (Kafka's JSON)
-    zk.create_topic_assignment("single", {0: [2]}, topic_id="AAAAAAAAAAAAAAAAAAAAAA")
-    assert zk.get_data(TopicZNode.path("single"))[0] == zk.get_data(TopicZNode.path("fresh-b"))[0]  # type: ignore[index]
+    # Kafka's JSON, byte for byte
+    assert zk.get_data(TopicZNode.path("fresh-b"))[0] == (  # type: ignore[index]
+        b'{"version":3,"partitions":{"0":[2]},"adding_replicas":{},"removing_replicas":{},'
+        b'"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}'
+    )
+    assert zk.get_data("/config/topics/fresh-b")[0] == b'{"version":1,"config":{}}'  # type: ignore[index]
+    # a config znode left over from an earlier topic of the name is overwritten, as setData would
+    zk.create("/config/topics/leftover", b'{"version":1,"config":{"retention.ms":"1"}}')
+    assert not isinstance(
+        zk.create_topic_assignments([NewTopicZNodes("leftover", {0: [1]}, {})])["leftover"], Exception
+    )
+    assert zk.get_entity_config("topics", "leftover") == {}
     assert zk.create_topic_assignments([]) == {}
     twice = zk.create_topic_assignments(
         [NewTopicZNodes("twice", {0: [1]}, {}), NewTopicZNodes("twice", {0: [2]}, {})]

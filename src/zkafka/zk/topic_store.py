@@ -100,12 +100,13 @@ class TopicStoreMixin(ZkStore):
     ) -> dict[str, TopicAssignment | Exception]:
         """Create many topics' znodes, each as `create_topic_assignment(validate=False)` does, in
         three pipelined rounds for all of them (CreateTopics names many topics, and one topic at a
-        time cost six round trips each): the topics' existence, their config znodes, then their
-        `/brokers/topics/<t>`. A topic's config is written only while its topic znode is absent
-        (another creator's config is not overwritten), and its topic znode only once its config
-        is written (the controller creates the logs with it). Returns topic -> its assignment
-        (zkVersion 0), or its error: TopicExistsError, or the ZooKeeper error of its write. A
-        name given twice is written once, as its first occurrence says."""
+        time cost six round trips each): the topics' existence, their config znodes (a fourth
+        round sets those that existed), then their `/brokers/topics/<t>`. A topic's config is
+        written only while its topic znode is absent (another creator's config is not
+        overwritten), and its topic znode only once its config is written (the controller
+        creates the logs with it). Returns topic -> its assignment (zkVersion 0), or its error:
+        TopicExistsError, or the ZooKeeper error of its write. A name given twice is written
+        once, as its first occurrence says."""
         out: dict[str, TopicAssignment | Exception] = {}
         first: dict[str, NewTopicZNodes] = {}
         for t in topics:
@@ -119,9 +120,12 @@ class TopicStoreMixin(ZkStore):
             else:
                 fresh.append(t)
         config_paths = {t.name: ConfigEntityZNode.path(ConfigType.TOPIC, t.name) for t in fresh}
-        configs = self.set_or_create_many(
-            [(config_paths[t.name], ConfigEntityZNode.encode(t.config)) for t in fresh]
-        )
+        config_data = {config_paths[t.name]: ConfigEntityZNode.encode(t.config) for t in fresh}
+        # created first: a new topic has no config znode, so that is one round, not a failed
+        # setData and a create; a leftover one (a topic deleted meanwhile) is overwritten
+        configs: dict[str, str | int | Exception] = dict(self.create_many(list(config_data.items())))
+        leftover = [p for p, result in configs.items() if isinstance(result, NodeExistsError)]
+        configs.update(self.set_or_create_many([(p, config_data[p]) for p in leftover]))
         new: dict[str, TopicAssignment] = {}
         for t in fresh:
             written = configs[config_paths[t.name]]
