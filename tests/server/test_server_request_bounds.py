@@ -34,6 +34,7 @@ from zkafka.protocol.messages import (
     MetadataResponse,
 )
 from zkafka.testing.cluster import running_cluster
+from zkafka.zk.client import KafkaZkClient
 
 # Kafka's error codes
 NONE = 0
@@ -42,6 +43,9 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REPLICA_ASSIGNMENT = 39
 POLICY_VIOLATION = 44
+TOPIC_ALREADY_EXISTS = 36
+INVALID_TOPIC_EXCEPTION = 17
+INVALID_CONFIG = 40
 
 CREATE_TOPICS_V = 4  # the newest the broker serves
 CREATE_TOPICS_OLD_V = 1
@@ -294,6 +298,50 @@ def test_manual_assignments_are_bounded(wire: Wire) -> None:
         "manual-ok": NONE,
     }
     assert "" not in partition_counts(wire)  # and Metadata still answers
+
+
+def test_one_request_creates_many_topics_each_with_its_own_outcome(cluster: LocalCluster, wire: Wire) -> None:
+    """The topics of a CreateTopics are validated against one read of ZooKeeper and written
+    together; each still gets its own answer, and a later topic sees the earlier ones as
+    created (Kafka creates them one after the other)."""
+    assert create_topics(wire, topic("batch-taken", 1), validate_only=False)["batch-taken"].error_code == NONE
+    config = CreateTopicsRequest.CreatableTopicConfig
+    named = {
+        "batch-ok-1": topic("batch-ok-1", 1, configs=[config(name="retention.ms", value="123456")]),
+        "batch-taken": topic("batch-taken", 1),
+        "batch.dot": topic("batch.dot", 1),
+        "batch_dot": topic("batch_dot", 1),  # collides with the topic before it
+        "bad name!": topic("bad name!", 1),
+        "batch-bad-config": topic("batch-bad-config", 1, configs=[config(name="retention.ms", value="soon")]),
+        "batch-ok-2": topic("batch-ok-2", 2),
+    }
+    # validate_only checks each topic against ZooKeeper alone, as Kafka does: no collision
+    checked = create_topics(wire, named["batch.dot"], named["batch_dot"], validate_only=True)
+    assert {n: r.error_code for n, r in checked.items()} == {"batch.dot": NONE, "batch_dot": NONE}
+    results = create_topics(wire, *named.values(), validate_only=False)
+    assert {n: r.error_code for n, r in results.items()} == {
+        "batch-ok-1": NONE,
+        "batch-taken": TOPIC_ALREADY_EXISTS,
+        "batch.dot": NONE,
+        "batch_dot": INVALID_TOPIC_EXCEPTION,
+        "bad name!": INVALID_TOPIC_EXCEPTION,
+        "batch-bad-config": INVALID_CONFIG,
+        "batch-ok-2": NONE,
+    }
+    assert "collides" in (results["batch_dot"].error_message or "")
+    counts = partition_counts(wire)
+    assert {
+        n: counts.get(n) for n in ("batch-ok-1", "batch.dot", "batch-ok-2", "batch_dot", "batch-bad-config")
+    } == {
+        "batch-ok-1": 1,
+        "batch.dot": 1,
+        "batch-ok-2": 2,
+        "batch_dot": None,
+        "batch-bad-config": None,
+    }
+    with KafkaZkClient(cluster.zookeeper_connect) as zk:
+        assert zk.get_entity_config("topics", "batch-ok-1") == {"retention.ms": "123456"}
+        assert zk.exists("/config/topics/batch-bad-config") is None  # refused before any write
 
 
 def test_duplicate_topic_names_in_create_partitions(wire: Wire) -> None:

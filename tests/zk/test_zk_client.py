@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.security import make_acl
 from zk_test_helpers import expire_session, wait_until
 
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -50,6 +52,7 @@ from zkafka.zk.model import (
 )
 from zkafka.zk.ops import CreateOp, DeleteOp, SetDataOp
 from zkafka.zk.store import MULTI_OP_OVERHEAD, multi_chunks
+from zkafka.zk.topic_store import NewTopicZNodes
 from zkafka.zk.znodes import (
     CONFIG_CHANGES,
     ISR_CHANGES,
@@ -518,6 +521,69 @@ def test_create_topic_writes_config_first_and_refuses_duplicates(zk: KafkaZkClie
         zk.create_topic_assignment("gappy", {0: [1], 2: [1]})
     assert zk.get_all_topics() == ["a_b", "orders"]
     assert zk.get_topic_assignments(["orders", "nope"]).keys() == {"orders"}
+
+
+def test_create_topic_assignments_writes_each_topic_and_reports_each_failure(zk: KafkaZkClient) -> None:
+    """Many topics in pipelined rounds: an existing topic fails alone, and its config is left as
+    it was (the config of a topic is written only while its topic znode is absent)."""
+    zk.create_topic_assignment("taken", {0: [1]}, config={"retention.ms": "5"})
+    batch = [
+        NewTopicZNodes("fresh-a", {0: [1, 2], 1: [2, 1]}, {"cleanup.policy": "compact"}),
+        NewTopicZNodes("taken", {0: [2]}, {"retention.ms": "999"}),
+        NewTopicZNodes("fresh-b", {0: [2]}, {}, topic_id="AAAAAAAAAAAAAAAAAAAAAA"),
+    ]
+    # a config znode this session may read but not write: that topic fails alone, before its
+    # topic znode is written (the controller must never see a topic without its config)
+    zk.kazoo.create("/config/topics/locked", b"{}", acl=[make_acl("world", "anyone", read=True)])
+    batch.insert(1, NewTopicZNodes("locked", {0: [1]}, {"retention.ms": "1"}))
+    results = zk.create_topic_assignments(batch)
+    assert isinstance(results["locked"], NoAuthError)
+    assert zk.exists(TopicZNode.path("locked")) is None
+    assert isinstance(results["taken"], TopicExistsError)
+    assert zk.get_entity_config("topics", "taken") == {"retention.ms": "5"}
+    assert zk.get_topic_assignment("taken").partitions == {0: (1,)}  # type: ignore[union-attr]
+    a, b = results["fresh-a"], results["fresh-b"]
+    assert not isinstance(a, Exception) and not isinstance(b, Exception)
+    assert (a.zk_version, b.zk_version, b.topic_id) == (0, 0, "AAAAAAAAAAAAAAAAAAAAAA")
+    assert zk.get_topic_assignment("fresh-a") == replace(a, zk_version=0)
+    assert zk.get_entity_config("topics", "fresh-a") == {"cleanup.policy": "compact"}
+    assert zk.get_entity_config("topics", "fresh-b") == {}
+    # Kafka's JSON, byte for byte
+    assert zk.get_data(TopicZNode.path("fresh-b"))[0] == (  # type: ignore[index]
+        b'{"version":3,"partitions":{"0":[2]},"adding_replicas":{},"removing_replicas":{},'
+        b'"topic_id":"AAAAAAAAAAAAAAAAAAAAAA"}'
+    )
+    assert zk.get_data("/config/topics/fresh-b")[0] == b'{"version":1,"config":{}}'  # type: ignore[index]
+    # a config znode left over from an earlier topic of the name is overwritten, as setData would
+    zk.create("/config/topics/leftover", b'{"version":1,"config":{"retention.ms":"1"}}')
+    assert not isinstance(
+        zk.create_topic_assignments([NewTopicZNodes("leftover", {0: [1]}, {})])["leftover"], Exception
+    )
+    assert zk.get_entity_config("topics", "leftover") == {}
+    assert zk.create_topic_assignments([]) == {}
+    twice = zk.create_topic_assignments(
+        [NewTopicZNodes("twice", {0: [1]}, {}), NewTopicZNodes("twice", {0: [2]}, {})]
+    )
+    assert twice["twice"].partitions == {0: (1,)}  # type: ignore[union-attr]
+    assert zk.get_topic_assignment("twice").partitions == {0: (1,)}  # type: ignore[union-attr]
+
+
+def test_pipelined_creates_and_set_or_creates_give_each_path_its_outcome(zk: KafkaZkClient) -> None:
+    zk.create("/many", b"")
+    zk.create("/many/there", b"old")
+    created = zk.create_many([("/many/new", b"1"), ("/many/there", b"2"), ("/many/deep/er/path", b"3")])
+    assert created["/many/new"] == "/many/new" and created["/many/deep/er/path"] == "/many/deep/er/path"
+    assert isinstance(created["/many/there"], NodeExistsError)
+    assert zk.get_data("/many/there")[0] == b"old"  # type: ignore[index]
+    assert zk.get_data("/many/deep/er/path")[0] == b"3"  # type: ignore[index]
+    written = zk.set_or_create_many([("/many/there", b"set"), ("/many/absent", b"made"), ("/many/x/y", b"z")])
+    assert written == {"/many/there": 1, "/many/absent": 0, "/many/x/y": 0}
+    assert [zk.get_data(p)[0] for p in ("/many/there", "/many/absent", "/many/x/y")] == [
+        b"set",
+        b"made",
+        b"z",
+    ]  # type: ignore[index]
+    assert zk.create_many([]) == {} and zk.set_or_create_many([]) == {}
 
 
 def test_set_topic_assignment_preserves_topic_id_and_unknown_keys(zk: KafkaZkClient) -> None:

@@ -35,6 +35,7 @@ from zkafka.zk.errors import (
 )
 from zkafka.zk.model import TopicAssignment, validate_replica_assignment
 from zkafka.zk.topic_names import check_topic_creatable
+from zkafka.zk.topic_store import NewTopicZNodes
 from zkafka.zk.znodes import MAX_ZNODE_BYTES, TopicZNode
 
 
@@ -182,6 +183,18 @@ def validate_configs(defaults: LogConfig, configs: Mapping[str, str]) -> None:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
 
+@dataclass(frozen=True, slots=True)
+class TopicRequest:
+    """One topic to create: a partition count and replication factor, or a manual `assignment`
+    (then both are -1), and its config overrides."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: Mapping[str, str]
+    assignment: Mapping[int, Sequence[int]] | None = None
+
+
 def create_topic(
     zk: KafkaZkClient,
     *,
@@ -201,18 +214,89 @@ def create_topic(
     `limits` None skips KIP-578's checks: only for counts the broker chose itself (auto-creation
     with num.partitions, __consumer_offsets), never for counts a request supplied.
     """
+    [result] = create_topics(
+        zk,
+        [TopicRequest(name, num_partitions, replication_factor, configs, assignment)],
+        live_brokers=live_brokers,
+        defaults=defaults,
+        validate_only=validate_only,
+        allow_internal=allow_internal,
+        limits=limits,
+    )
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def create_topics(
+    zk: KafkaZkClient,
+    topics: Sequence[TopicRequest],
+    *,
+    live_brokers: Sequence[int],
+    defaults: LogConfig,
+    validate_only: bool = False,
+    allow_internal: bool = False,
+    limits: PartitionLimits | None = None,
+) -> list[dict[int, list[int]] | Exception]:
+    """Validate and (unless `validate_only`) create `topics`; per topic, in order, its replica
+    assignment or its error (a KafkaError with Kafka's code, or an unexpected ZooKeeper error).
+
+    Each topic is checked as if the ones before it in the list had been created (Kafka creates
+    them one after the other): their partitions count against `limits`, and a later topic whose
+    name equals or collides with an earlier one's fails. The topics and pending deletions are
+    read once, and the valid topics' znodes are written together (`create_topic_assignments`:
+    three pipelined rounds for the lot, where one topic at a time cost six round trips each).
+    A topic validated here but created by someone else before the write still fails with
+    TOPIC_ALREADY_EXISTS; it has counted against `limits` for the later ones, which errs on
+    the safe side."""
+    existing = set(zk.get_all_topics())
+    deletions = zk.get_topic_deletions()
+    out: list[dict[int, list[int]] | Exception] = []
+    valid: dict[str, int] = {}  # name -> position in `out`
+    plans: list[NewTopicZNodes] = []
+    for t in topics:
+        try:
+            plan = _plan_topic(t, existing, deletions, live_brokers, defaults, allow_internal, limits)
+        except KafkaError as e:
+            out.append(e)
+            continue
+        if limits is not None:
+            limits = limits.after(plan)
+        if not validate_only:  # validate_only checks each topic against ZooKeeper alone, as Kafka
+            existing.add(t.name)
+        valid[t.name] = len(out)
+        out.append(plan)
+        plans.append(NewTopicZNodes(t.name, plan, dict(t.configs)))
+    if validate_only or not plans:
+        return out
+    written = zk.create_topic_assignments(plans)
+    for name, i in valid.items():
+        result = written[name]
+        if isinstance(result, TopicExistsError):
+            out[i] = KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(result))
+        elif isinstance(result, Exception):
+            out[i] = result
+    return out
+
+
+def _plan_topic(
+    t: TopicRequest,
+    existing: set[str],
+    deletions: Sequence[str],
+    live_brokers: Sequence[int],
+    defaults: LogConfig,
+    allow_internal: bool,
+    limits: PartitionLimits | None,
+) -> dict[int, list[int]]:
+    """One topic's checks (name, configs, counts, limits, znode size) and its assignment."""
     try:
-        check_topic_creatable(
-            name,
-            zk.get_all_topics(),
-            marked_for_deletion=zk.get_topic_deletions(),
-            allow_internal=allow_internal,
-        )
+        check_topic_creatable(t.name, existing, marked_for_deletion=deletions, allow_internal=allow_internal)
     except TopicExistsError as e:
         raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(e)) from None
     except InvalidTopicError as e:
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
-    validate_configs(defaults, configs)
+    validate_configs(defaults, t.configs)
+    num_partitions, replication_factor, assignment = t.num_partitions, t.replication_factor, t.assignment
     if assignment:
         if num_partitions != -1 or replication_factor != -1:
             raise KafkaError(
@@ -240,13 +324,7 @@ def create_topic(
         plan = _assign(live_brokers, num_partitions, replication_factor)
     if limits is not None:
         limits.check_placement(plan)
-    _check_znode_size(name, plan)
-    if validate_only:
-        return plan
-    try:
-        zk.create_topic_assignment(name, plan, config=dict(configs), validate=False)
-    except TopicExistsError as e:
-        raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(e)) from None
+    _check_znode_size(t.name, plan)
     return plan
 
 

@@ -137,9 +137,21 @@ class ControllerStoreMixin(ZkStore):
             (tp, CreateOp(TopicPartitionZNode.path(tp))) for tp in sorted(states)
         ]
         for containers in (topic_containers, partition_containers):
-            for key, result in self._batched_fenced(epoch_zk_version, containers).items():
-                if isinstance(result, Exception) and not isinstance(result, NodeExistsError):
-                    log.warning("creating partition container for %s failed: %r", key, result)
+            failed_containers = [
+                (key, result)
+                for key, result in self._batched_fenced(epoch_zk_version, containers).items()
+                if isinstance(result, Exception) and not isinstance(result, NodeExistsError)
+            ]
+            if failed_containers:
+                # one line, not one per partition (a topic deleted meanwhile fails them all); the
+                # state creates below fail too and are reported per partition to the caller
+                key, result = failed_containers[0]
+                log.warning(
+                    "creating %d partition container(s) failed, first %s: %r",
+                    len(failed_containers),
+                    key,
+                    result,
+                )
         creates: list[tuple[object, Op]] = [
             (
                 tp,

@@ -397,6 +397,57 @@ class ZkSession:
             except NodeExistsError:
                 continue  # created concurrently: set it
 
+    def create_many(self, items: Sequence[tuple[str, bytes]]) -> dict[str, str | Exception]:
+        """Many independent persistent creates, pipelined: every request is sent before the first
+        answer is awaited (one round trip for all, where `create` costs one each). Returns path ->
+        the created path, or that create's error (NodeExistsError...). A create whose parent is
+        missing, or whose answer was lost to a connection blip, is made again alone through
+        `create` (parents made, retried): like a retried `create`, it may then find its own
+        earlier znode and answer NodeExistsError."""
+        pending = [
+            (path, data, self._zk.create_async(path, data, acl=self.acls(path))) for path, data in items
+        ]
+        out: dict[str, str | Exception] = {}
+        for path, data, result in pending:
+            try:
+                out[path] = result.get()
+                continue
+            except Exception as e:
+                if not isinstance(e, NoNodeError) and not _is_retryable(e):
+                    out[path] = e
+                    continue
+            try:
+                out[path] = self.create(path, data, makepath=True)
+            except Exception as e:
+                out[path] = e
+        return out
+
+    def set_or_create_many(self, items: Sequence[tuple[str, bytes]]) -> dict[str, int | Exception]:
+        """`set_or_create` for many znodes, pipelined: all the setData first, then the creates of
+        the missing ones. Returns path -> the new zkVersion, or the error of that write."""
+        pending = [(path, data, self._zk.set_async(path, data)) for path, data in items]
+        out: dict[str, int | Exception] = {}
+        missing: dict[str, bytes] = {}
+        for path, data, result in pending:
+            try:
+                out[path] = result.get().version
+            except NoNodeError:
+                missing[path] = data
+            except Exception as e:
+                out[path] = self._set_or_create_alone(path, data) if _is_retryable(e) else e
+        for path, created in self.create_many(list(missing.items())).items():
+            if isinstance(created, NodeExistsError):  # created meanwhile: set it, as set_or_create does
+                out[path] = self._set_or_create_alone(path, missing[path])
+            else:
+                out[path] = created if isinstance(created, Exception) else 0
+        return out
+
+    def _set_or_create_alone(self, path: str, data: bytes) -> int | Exception:
+        try:
+            return self.set_or_create(path, data)
+        except Exception as e:
+            return e
+
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> bool:
         """Delete (recursively if asked); False if it did not exist."""
         try:

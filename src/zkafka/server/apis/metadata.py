@@ -111,27 +111,30 @@ async def _create_then_answer(ctx: RequestContext, asked: _Asked, unknown: list[
     candidates = [n for n in unknown if is_valid_topic_name(n) and not is_internal_topic(n)]
     # Counts the broker chose, but as many topics as a request names: KIP-578's limits apply.
     limits = partition_limits(services, [cfg.num_partitions] * len(candidates))
-    for name in candidates:
-        try:
-            plan = await services.zk.run(
-                topic_admin.create_topic,
-                name=name,
-                num_partitions=cfg.num_partitions,
-                replication_factor=min(cfg.default_replication_factor, max(1, len(metadata.brokers))),
-                configs={},
-                assignment=None,
-                live_brokers=sorted(metadata.brokers),
-                defaults=services.logs.default_config,
-                limits=limits,
-            )
-            limits = limits.after(plan)
+    if not candidates:
+        return _answer(ctx, asked, created=created)
+    rf = min(cfg.default_replication_factor, max(1, len(metadata.brokers)))
+    # one call for all of them: one read of the topics, the znodes written together
+    try:
+        outcomes = await services.zk.run(
+            topic_admin.create_topics,
+            [topic_admin.TopicRequest(name, cfg.num_partitions, rf, {}) for name in candidates],
+            live_brokers=sorted(metadata.brokers),
+            defaults=services.logs.default_config,
+            limits=limits,
+        )
+    except Exception as e:  # ZooKeeper unreachable: nothing created, the topics stay unknown
+        limited.info(("auto-create", "zk"), "auto-creation of %d topic(s) failed: %s", len(candidates), e)
+        outcomes = []
+    for name, outcome in zip(candidates, outcomes, strict=False):
+        if not isinstance(outcome, Exception):
             log.info("auto-created topic %s", name)
             created.append(name)
-        except KafkaError as e:
-            if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
-                created.append(name)  # someone else is creating it: same answer
-            else:
-                limited.info(("auto-create", e.code), "auto-creation of %s failed: %s", name, e)
+        elif isinstance(outcome, KafkaError) and outcome.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            created.append(name)  # someone else is creating it: same answer
+        else:
+            code = outcome.code if isinstance(outcome, KafkaError) else type(outcome).__name__
+            limited.info(("auto-create", code), "auto-creation of %s failed: %s", name, outcome)
     return _answer(ctx, asked, created=created)
 
 
