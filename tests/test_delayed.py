@@ -1,6 +1,7 @@
 import asyncio
+import time
 
-from zkafka.server.delayed import DelayedOperations
+from zkafka.server.delayed import MAX_STEP_S, MIN_STEP_S, DelayedOperations, Waiter, bucket_step
 
 
 def test_wait_completes_on_notify_and_times_out() -> None:
@@ -102,5 +103,58 @@ def test_a_failing_check_neither_escapes_notify_nor_strands_the_others() -> None
         ops.notify("k")
         assert sorted(done) == [("fetch", True), ("produce", True)]
         assert len(ops) == 0
+
+    asyncio.run(main())
+
+
+def test_bucket_steps_are_a_thirty_second_of_the_timeout_in_powers_of_two() -> None:
+    assert bucket_step(0.0) == MIN_STEP_S
+    assert bucket_step(0.5) == 0.008  # a long-poll fetch: at most 8 ms late
+    assert bucket_step(30.0) == 0.512  # an acks=all produce's request.timeout.ms
+    assert bucket_step(3600.0) == MAX_STEP_S
+    for timeout in (0.001, 0.05, 0.5, 1.0, 30.0, 120.0):
+        step = bucket_step(timeout)
+        assert step <= max(timeout / 32, MIN_STEP_S) and step <= MAX_STEP_S
+
+
+def test_timeouts_in_shared_buckets_never_fire_early_and_woken_waiters_leave_them() -> None:
+    """Waiters of like timeouts share a bucket (one loop timer); each times out at or after its own
+    deadline, in time order; waiters woken or cancelled before leave nothing behind."""
+
+    async def main() -> None:
+        ops = DelayedOperations()
+        fired: dict[str, float] = {}
+        deadlines: dict[str, float] = {}
+
+        def park(name: str, timeout: float, key: str = "k") -> Waiter | None:
+            deadlines[name] = time.monotonic() + timeout
+            return ops.park(
+                [key], lambda: False, timeout, lambda ok: fired.setdefault(name, time.monotonic())
+            )
+
+        for i in range(5):
+            park(f"a{i}", 0.03)
+        park("b", 0.06)
+        woke = {"go": False, "late": False}
+        woken = ops.park(["w"], lambda: woke["go"], 0.03, lambda ok: fired.setdefault("woken", ok))
+        cancelled = park("cancelled", 0.03)
+        assert woken is not None and cancelled is not None
+        ops.cancel(cancelled)
+        woke["go"] = True
+        ops.notify("w")
+        assert fired == {"woken": True}
+        # a bucket emptied by wake-ups keeps its timer: a waiter filed there later still fires
+        emptied = ops.park(["e"], lambda: woke["late"], 0.03, lambda ok: fired.setdefault("emptied", ok))
+        assert emptied is not None
+        ops.cancel(emptied)
+        park("refilled", 0.03)
+        while len(fired) < 8:
+            await asyncio.sleep(0.01)
+        assert "cancelled" not in fired and "emptied" not in fired
+        for name, at in fired.items():
+            if name != "woken":
+                assert at >= deadlines[name], name  # never early
+        assert fired["b"] >= max(fired[f"a{i}"] for i in range(5))
+        assert len(ops) == 0 and not ops._buckets
 
     asyncio.run(main())

@@ -24,6 +24,7 @@ from zkafka.protocol import (
 )
 from zkafka.protocol.codec import decoder
 from zkafka.protocol.codegen import source_of
+from zkafka.protocol.exceptions import MalformedRequestError, UnsupportedVersionError
 from zkafka.protocol.messages import (
     FetchResponse,
     JoinGroupRequest,
@@ -33,6 +34,7 @@ from zkafka.protocol.messages import (
     ProduceResponse,
 )
 from zkafka.protocol.primitives import SPLICE_THRESHOLD
+from zkafka.records.record import simple_batch
 
 BIG = bytes(range(256)) * 64  # 16 KiB
 SMALL = b"small batch"
@@ -222,3 +224,35 @@ def test_messages_compare_by_value_and_repr_readably() -> None:
     assert "MetadataResponseBroker(node_id=1, host='h', port=9, rack=None)" in repr(a)
     assert a.to_dict()["brokers"] == [{"node_id": 1, "host": "h", "port": 9, "rack": None}]
     assert MetadataRequest().topics == [] and MetadataRequest().topics is not MetadataRequest().topics
+
+
+def test_a_planned_request_decoding_keeps_every_check_of_the_first() -> None:
+    """After the first request of an (api key, version) its decoding plan is kept; later requests
+    of it still answer a version outside the served table, a truncated body and trailing bytes as
+    the first one would."""
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t",
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(
+                        index=0, records=simple_batch([(None, b"v")], timestamp=1)
+                    )
+                ],
+            )
+        ],
+    )
+    frame = bytes(encode_request(RequestHeader(0, 8, 5, "c"), request))[4:]
+    for _ in range(2):  # the first works the plan out, the second uses it
+        header, decoded = decode_request(bytearray(frame))
+        assert (header.correlation_id, header.client_id) == (5, "c") and decoded == request
+    with pytest.raises(UnsupportedVersionError):
+        decode_request(bytearray(frame), {0: (0, 7)})
+    with pytest.raises(MalformedRequestError) as truncated:
+        decode_request(bytearray(frame[:-3]))
+    assert truncated.value.header is not None and truncated.value.header.correlation_id == 5
+    with pytest.raises(MalformedRequestError, match="bytes after the body"):
+        decode_request(bytearray(frame + b"\0"))  # Produce v8 is not flexible: it ends exactly

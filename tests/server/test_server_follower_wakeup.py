@@ -114,3 +114,66 @@ def test_produce_requests_read_together_reach_a_parked_follower_fetch_together(c
             conn.close()
 
     asyncio.run(main())
+
+
+class _Observed(BrokerConnection):
+    """A broker connection that notes the loop turn each response is read in (`_complete` runs
+    from the transport's read callback)."""
+
+    turns: list[int]
+    completed_at: list[int]
+
+    def _complete(self, frame: bytes) -> None:
+        self.completed_at.append(self.turns[0])
+        super()._complete(frame)
+
+
+def test_a_fetcher_resumes_the_loop_turn_after_its_response_is_read(cluster: LocalCluster) -> None:
+    """A replica fetcher's next fetch (which moves the high watermark) is sent by the coroutine
+    awaiting `BrokerConnection.send`; it used to resume two loop turns after the response was read
+    (asyncio.timeout around asyncio.shield: the shield's callback, then the task's wake-up), each
+    turn behind whatever else the broker's loop had ready. Now one: the response future is awaited
+    directly."""
+    port = cluster.brokers[1].port
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        turns = [0]
+        running = True
+
+        def tick() -> None:  # once per loop turn: rescheduled from the ready queue each time
+            turns[0] += 1
+            if running:
+                loop.call_soon(tick)
+
+        _Observed.turns = turns
+        _Observed.completed_at = []
+        conn = await _Observed.open("127.0.0.1", port)
+        loop.call_soon(tick)
+        try:
+            request = FetchRequest(
+                replica_id=FOLLOWER,
+                max_wait_ms=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic=TOPIC,
+                        partitions=[
+                            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
+                        ],
+                    )
+                ],
+            )
+            await conn.send(request, version=4, timeout=30)  # the tick is running from here on
+            for _ in range(5):
+                before = len(conn.completed_at)
+                await conn.send(request, version=4, timeout=30)
+                resumed = turns[0]
+                assert len(conn.completed_at) == before + 1
+                assert resumed - conn.completed_at[-1] == 1
+        finally:
+            running = False
+            conn.close()
+
+    asyncio.run(main())

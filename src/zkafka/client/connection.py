@@ -135,17 +135,28 @@ class BrokerConnection(asyncio.Protocol):
             raise ValueError("this request gets no response (acks=0 produce): use send_oneway")
         api_key = type(request).API_KEY
         version, cid = self._write(request, version)
-        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Message] = loop.create_future()
         self._pending.append(_Pending(cid, api_key, version, fut))
+        # The future itself is awaited, with a plain timer for the timeout: the caller resumes on
+        # the loop turn after the response is read. (asyncio.timeout around asyncio.shield cost
+        # two turns more, and a context manager and a second future per request: a replica
+        # fetcher's next fetch, hence the high watermark, waited for them on every round.) A
+        # cancelled caller cancels `fut`, which `_complete` then skips: the FIFO stays in step.
+        timer = loop.call_later(timeout, self._time_out, fut, api_key)
         try:
-            async with asyncio.timeout(timeout):  # see `open` for why not wait_for
-                return await asyncio.shield(fut)
-        except TimeoutError:
-            # The stream is now out of step with our FIFO: a late answer cannot be matched safely.
-            self._fail_all(ConnectionError_(f"request {api_key} to {self.host}:{self.port} timed out"))
-            if self.transport is not None:
-                self.transport.abort()
-            raise
+            return await fut
+        finally:
+            timer.cancel()
+
+    def _time_out(self, fut: asyncio.Future[Message], api_key: int) -> None:
+        if fut.done():
+            return
+        # The stream is now out of step with our FIFO: a late answer cannot be matched safely.
+        fut.set_exception(TimeoutError(f"request {api_key} to {self.host}:{self.port} timed out"))
+        self._fail_all(ConnectionError_(f"request {api_key} to {self.host}:{self.port} timed out"))
+        if self.transport is not None:
+            self.transport.abort()
 
     def send_oneway(self, request: Message, *, version: int | None = None) -> None:
         """Write a request that gets no response (Produce with acks=0)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 from zkafka.protocol import codegen, headers
 from zkafka.protocol import primitives as prim
@@ -266,6 +266,16 @@ def decode_request(
     version are checked before anything else is parsed, so an unsupported request is reported
     even when its body (or a newer header layout) is not understood.
     """
+    buf = frame if type(frame) is memoryview else memoryview(frame)  # bytes, bytearray: format "B"
+    if len(buf) >= headers.FIXED_REQUEST_HEADER_SIZE:
+        api_key, api_version, correlation_id = _FIXED_HEADER.unpack_from(buf, 0)
+        plan = _request_plans.get((api_key, api_version))
+        if plan is not None and supported is not None:
+            limits = supported.get(api_key)
+            if limits is None or not limits[0] <= api_version <= limits[1]:
+                plan = None
+        if plan is not None:
+            return _decode_planned(buf, RequestHeader(api_key, api_version, correlation_id), plan)
     buf = _as_view(frame)
     fixed = headers.peek_fixed_header(buf)
     spec = SPECS.get(fixed.api_key)
@@ -281,15 +291,48 @@ def decode_request(
         raise UnsupportedVersionError(
             f"{spec.name} v{fixed.api_version} is not supported (versions {lo}-{hi})", fixed
         )
-    header, p = headers.read_request_header(buf, fixed)
+    # Bytes after a flexible request's body are ignored, as Kafka ignores them: librdkafka 2.x
+    # reserves 4 bytes for an array count and, in its Metadata v9+ "all topics" request, leaves
+    # the 3 unused ones in place after the 1-byte compact null. Classic versions end exactly.
+    plan = _RequestPlan(
+        _decoders.get((fixed.api_key, "request", fixed.api_version))
+        or decoder(fixed.api_key, "request", fixed.api_version),
+        headers.request_header_version(fixed.api_key, fixed.api_version),
+        spec.is_flexible(fixed.api_version),
+    )
+    _request_plans[(fixed.api_key, fixed.api_version)] = plan
+    return _decode_planned(buf, fixed, plan)
+
+
+class _RequestPlan(NamedTuple):
+    """How a request of one (api key, version) the codec supports is read: worked out once, so a
+    request's decoding is its header's fields and its body (every small Produce request paid the
+    schema's version checks and header-layout rules anew: half its decoding time)."""
+
+    decode: codegen.Decoder
+    header_version: int
+    trailing_ok: bool
+
+
+_request_plans: dict[tuple[int, int], _RequestPlan] = {}
+_FIXED_HEADER: Final = struct.Struct(">hhi")
+
+
+def _decode_planned(
+    buf: memoryview, header: RequestHeader, plan: _RequestPlan
+) -> tuple[RequestHeader, Message]:
+    header, p = headers.read_request_header(buf, header, plan.header_version)
     try:
-        # Bytes after a flexible request's body are ignored, as Kafka ignores them: librdkafka 2.x
-        # reserves 4 bytes for an array count and, in its Metadata v9+ "all topics" request, leaves
-        # the 3 unused ones in place after the 1-byte compact null. Classic versions end exactly.
-        trailing_ok = spec.is_flexible(header.api_version)
-        request = _decode_at(header.api_key, "request", header.api_version, buf, p, trailing_ok=trailing_ok)
-    except DecodeError as exc:
-        raise MalformedRequestError(str(exc), header) from exc
+        request, p = plan.decode(buf, p)
+    except _CODEC_FAILURES as exc:
+        raise MalformedRequestError(
+            f"bad {api_name(header.api_key)} request v{header.api_version}: {exc}", header
+        ) from exc
+    if p != len(buf) and not plan.trailing_ok:
+        raise MalformedRequestError(
+            f"{api_name(header.api_key)} request v{header.api_version}: {len(buf) - p} bytes after the body",
+            header,
+        )
     return header, request
 
 

@@ -64,12 +64,16 @@ def peek_fixed_header(buf: memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id)
 
 
-def read_request_header(buf: memoryview, fixed: RequestHeader | None = None) -> tuple[RequestHeader, int]:
-    """The whole request header and the offset of the body (`fixed`: from peek_fixed_header)."""
+def read_request_header(
+    buf: memoryview, fixed: RequestHeader | None = None, version: int | None = None
+) -> tuple[RequestHeader, int]:
+    """The whole request header and the offset of the body (`fixed`: from peek_fixed_header;
+    `version`: the header version, when the caller knows it)."""
     header = peek_fixed_header(buf) if fixed is None else fixed
     end = len(buf)
     p = FIXED_REQUEST_HEADER_SIZE
-    version = request_header_version(header.api_key, header.api_version)
+    if version is None:
+        version = request_header_version(header.api_key, header.api_version)
     try:
         if version >= 1:
             header.client_id, p = prim.read_nullable_string(buf, p, end)
