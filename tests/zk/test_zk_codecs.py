@@ -846,3 +846,25 @@ def test_partition_state_fast_path_agrees_on_any_numbers(
     assert _decoded_or_error(TopicPartitionStateZNode.decode, data) == _decoded_or_error(
         TopicPartitionStateZNode.decode_strict, data
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(-1, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.lists(st.integers(0, 2**31 - 1), max_size=5),
+    st.integers(0, 2**31 - 1),
+)
+def test_partition_state_encoding_is_the_json_document(
+    leader: int, leader_epoch: int, isr: list[int], controller_epoch: int
+) -> None:
+    lai = LeaderAndIsr(leader, leader_epoch, tuple(isr))
+    assert TopicPartitionStateZNode.encode(lai, controller_epoch) == encode_json(
+        {
+            "version": 1,
+            "leader": leader,
+            "leader_epoch": leader_epoch,
+            "isr": isr,
+            "controller_epoch": controller_epoch,
+        }
+    )

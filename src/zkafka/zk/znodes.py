@@ -606,6 +606,15 @@ class TopicPartitionStateZNode:
 
     @staticmethod
     def encode(leader_and_isr: LeaderAndIsr, controller_epoch: int) -> bytes:
+        if leader_and_isr.leader_recovery_state is LeaderRecoveryState.RECOVERED:
+            # The bytes encode_json makes of the document below, without its generic encoder
+            # (json.dumps costs several times this; elections write 33,000 at once at 100,000).
+            return b'{"version":1,"leader":%d,"leader_epoch":%d,"isr":[%s],"controller_epoch":%d}' % (
+                leader_and_isr.leader,
+                leader_and_isr.leader_epoch,
+                b",".join(b"%d" % r for r in leader_and_isr.isr),
+                controller_epoch,
+            )
         doc: dict[str, Any] = {
             "version": 1,
             "leader": leader_and_isr.leader,
