@@ -14,6 +14,7 @@ from zkafka.zk.model import (
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
+    LeaderRecoveryState,
     SecurityProtocol,
     TopicPartition,
 )
@@ -87,3 +88,46 @@ def test_an_unreadable_controller_znode_reads_as_an_unknown_controller(zk: Kafka
     assert zk.get_controller_id() is None
     zk.create("/controller", GARBAGE, ephemeral=True)
     assert zk.get_controller_id() == -1
+
+
+def test_state_znodes_read_in_bulk_decode_each_as_alone_and_bad_ones_are_left_out(
+    zk: KafkaZkClient,
+) -> None:
+    """Enough partitions for multiRead, every one in the layout zkafka or Kafka writes except a
+    few written otherwise: those still decode (through the strict decoder) or are left out, one
+    by one, and the rest is read whatever they hold."""
+    n = 1500
+    tps = [TopicPartition("many", p) for p in range(n)]
+    zk.create_topic_assignment("many", {p: [1, 2] for p in range(n)})
+    _epoch, epoch_zk_version = zk.register_controller_and_increment_epoch(1)
+    initial = LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1, 2]), 1)
+    zk.create_topic_partition_states(dict.fromkeys(tps, initial), epoch_zk_version)
+    written = {
+        tps[1]: b'{"controller_epoch":5,"leader":2,"version":1,"leader_epoch":3,"isr":[2]}',
+        tps[2]: b'{"version": 1, "leader": 2, "leader_epoch": 3, "isr": [2, 1], "controller_epoch": 5}',
+        tps[3]: b'{"version":1,"leader":2,"leader_epoch":3,"isr":[2],"controller_epoch":5,'
+        b'"leader_recovery_state":1}',
+        tps[700]: GARBAGE,
+        tps[701]: b'{"version":1,"leader":2147483648,"leader_epoch":3,"isr":[2],"controller_epoch":5}',
+        tps[702]: b'{"version":1,"leader":02,"leader_epoch":3,"isr":[2],"controller_epoch":5}',
+        tps[1499]: b"",
+    }
+    for tp, data in written.items():
+        zk.set_data(TopicPartitionStateZNode.path(tp), data)
+    zk.delete(TopicPartitionStateZNode.path(tps[1200]))
+
+    states = zk.get_partition_states(tps)
+
+    bad = {tps[700], tps[701], tps[702], tps[1499], tps[1200]}
+    assert set(states) == set(tps) - bad
+    for tp in tps[:4] + tps[1000:1003]:
+        found = zk.get_data(TopicPartitionStateZNode.path(tp))
+        assert found is not None
+        path = TopicPartitionStateZNode.path(tp)
+        assert states[tp] == TopicPartitionStateZNode.decode_strict(found[0], path, found[1])
+    assert states[tps[1]].leader_and_isr == LeaderAndIsr(2, 3, (2,), zk_version=1)
+    assert states[tps[3]].leader_and_isr.leader_recovery_state is LeaderRecoveryState.RECOVERING
+    assert states[tps[0]] == initial
+    assert {b.path for b in zk.bad_znodes.current()} == {
+        TopicPartitionStateZNode.path(tp) for tp in bad - {tps[1200]}
+    }

@@ -778,3 +778,93 @@ def test_decoders_refuse_garbage_with_znode_data_error_only(data: bytes) -> None
             decode(data)
         except ZNodeDataError:
             pass
+
+
+STATE_LAYOUTS = [
+    # zkafka's and Kafka's own layouts (the fast path) ...
+    b'{"version":1,"leader":1,"leader_epoch":0,"isr":[1,2],"controller_epoch":3}',
+    b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2]}',
+    b'{"version":1,"leader":-1,"leader_epoch":999999999,"isr":[],"controller_epoch":0}',
+    b'{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":-0,"isr":[3]}',
+    b'{"version":1,"leader":2,"leader_epoch":12,"isr":[2,1,3,5,8],"controller_epoch":123456789}',
+    # ... and what only the strict decoder may judge: other orders, spaces, recovery state,
+    # 10-digit numbers (in range or not), leading zeros, wrong types, versions, duplicates.
+    b'{"leader":1,"version":1,"leader_epoch":0,"isr":[1,2],"controller_epoch":3}',
+    b'{"version": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2], "controller_epoch": 3}',
+    b'{"version":1,"leader":2,"leader_epoch":5,"isr":[2],"controller_epoch":4,"leader_recovery_state":1}',
+    b'{"version":1,"leader":1,"leader_epoch":2147483647,"isr":[1],"controller_epoch":3}',
+    b'{"version":1,"leader":1,"leader_epoch":2147483648,"isr":[1],"controller_epoch":3}',
+    b'{"version":1,"leader":01,"leader_epoch":0,"isr":[1],"controller_epoch":3}',
+    b'{"version":1,"leader":1,"leader_epoch":0,"isr":[1,02],"controller_epoch":3}',
+    b'{"version":1,"leader":1,"leader_epoch":0,"isr":[1,],"controller_epoch":3}',
+    b'{"version":1,"leader":1.0,"leader_epoch":0,"isr":[1],"controller_epoch":3}',
+    b'{"version":2,"leader":1,"leader_epoch":0,"isr":[1],"controller_epoch":3}',
+    b'{"version":1,"leader":1,"leader":2,"leader_epoch":0,"isr":[1],"controller_epoch":3}',
+    b'{"version":1,"leader":1,"leader_epoch":0,"isr":[1],"controller_epoch":3}\n',
+    b'{"version":1,"leader":1,"leader_epoch":0,"isr":[1],"controller_epoch":3}}',
+    b"",
+]
+
+
+def _decoded_or_error(decode, data: bytes) -> object:  # type: ignore[no-untyped-def]
+    try:
+        return decode(data, "/brokers/topics/t/partitions/0/state", stat(version=4))
+    except ZNodeDataError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("data", STATE_LAYOUTS)
+def test_partition_state_fast_path_decodes_exactly_as_the_strict_decoder(data: bytes) -> None:
+    assert _decoded_or_error(TopicPartitionStateZNode.decode, data) == _decoded_or_error(
+        TopicPartitionStateZNode.decode_strict, data
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-(2**33), 2**33), min_size=4, max_size=4),
+    st.lists(st.integers(-(2**33), 2**33), max_size=4),
+    st.booleans(),
+)
+def test_partition_state_fast_path_agrees_on_any_numbers(
+    numbers: list[int], isr: list[int], kafka_layout: bool
+) -> None:
+    version, leader, leader_epoch, controller_epoch = numbers
+    version = version % 3  # 0, 1 or 2: only 1 is known
+    isr_text = ",".join(map(str, isr))
+    if kafka_layout:
+        text = (
+            f'{{"controller_epoch":{controller_epoch},"leader":{leader},"version":{version},'
+            f'"leader_epoch":{leader_epoch},"isr":[{isr_text}]}}'
+        )
+    else:
+        text = (
+            f'{{"version":{version},"leader":{leader},"leader_epoch":{leader_epoch},'
+            f'"isr":[{isr_text}],"controller_epoch":{controller_epoch}}}'
+        )
+    data = text.encode()
+    assert _decoded_or_error(TopicPartitionStateZNode.decode, data) == _decoded_or_error(
+        TopicPartitionStateZNode.decode_strict, data
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(-1, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.lists(st.integers(0, 2**31 - 1), max_size=5),
+    st.integers(0, 2**31 - 1),
+)
+def test_partition_state_encoding_is_the_json_document(
+    leader: int, leader_epoch: int, isr: list[int], controller_epoch: int
+) -> None:
+    lai = LeaderAndIsr(leader, leader_epoch, tuple(isr))
+    assert TopicPartitionStateZNode.encode(lai, controller_epoch) == encode_json(
+        {
+            "version": 1,
+            "leader": leader,
+            "leader_epoch": leader_epoch,
+            "isr": isr,
+            "controller_epoch": controller_epoch,
+        }
+    )

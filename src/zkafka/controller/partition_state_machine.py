@@ -295,16 +295,13 @@ class PartitionStateMachine:
         ctx = self.core.context
         match strategy:
             case OfflineElection(allow_unclean=allow_unclean):
-                unclean = await self._unclean_allowed(partitions, allow_unclean)
+                # Each partition's live replicas once, for both the unclean check and the choice
+                # (33,000 partitions to elect after a controller dies at 100,000).
+                online = [ctx.online_replicas(tp) for tp, _ in partitions]
+                unclean = await self._unclean_allowed(partitions, online, allow_unclean)
                 return [
-                    leader_for_offline(
-                        tp,
-                        lai,
-                        ctx.partition_replica_assignment(tp),
-                        ctx.online_replicas(tp),
-                        unclean[tp.topic],
-                    )
-                    for tp, lai in partitions
+                    leader_for_offline(tp, lai, ctx.partition_replica_assignment(tp), live, unclean[tp.topic])
+                    for (tp, lai), live in zip(partitions, online, strict=True)
                 ]
             case ReassignElection():
                 out = []
@@ -333,16 +330,18 @@ class PartitionStateMachine:
         raise TypeError(f"unknown election strategy {strategy!r}")
 
     async def _unclean_allowed(
-        self, partitions: list[tuple[TopicPartition, LeaderAndIsr]], allow_unclean: bool
+        self,
+        partitions: list[tuple[TopicPartition, LeaderAndIsr]],
+        online: list[set[int]],
+        allow_unclean: bool,
     ) -> dict[str, bool]:
-        """Topic -> may elect uncleanly. Configs are read only for topics that need it: those with a
-        partition whose ISR has no live member."""
-        ctx = self.core.context
+        """Topic -> may elect uncleanly (`online`: each partition's live replicas). Configs are read
+        only for topics that need it: those with a partition whose ISR has no live member."""
         topics = {tp.topic for tp, _ in partitions}
         if allow_unclean:
             return dict.fromkeys(topics, True)
         without_live_isr = {
-            tp.topic for tp, lai in partitions if not (ctx.online_replicas(tp) & set(lai.isr))
+            tp.topic for (tp, lai), live in zip(partitions, online, strict=True) if live.isdisjoint(lai.isr)
         }
         decided = await self.core.unclean_election_enabled(without_live_isr)
         return {t: decided.get(t, False) for t in topics}
