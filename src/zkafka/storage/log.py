@@ -172,8 +172,11 @@ class Log:
         clock: Callable[[], float] = time.time,
         topic_partition: TopicPartition | None = None,
         file_cache: FileCache | None = None,
+        exists: bool = False,
     ) -> None:
-        self.dir_path = Path(dir_path)
+        """`exists`: the caller has just seen `dir_path` in its parent's listing (start-up)."""
+        # Path(a Path) parses it again: not for each of a start-up's thousands of logs
+        self.dir_path = dir_path if isinstance(dir_path, Path) else Path(dir_path)
         self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
         self.config = config
         self._derive_config()
@@ -208,7 +211,13 @@ class Log:
         # or below its first re-validated segment, so that replay stays one segment long)
         self.on_roll: Callable[[int], None] = lambda base: None
         self.epochs, loaded = open_log_dir(
-            self.dir_path, self._new_segment, repr(self), had_clean_shutdown, recovery_point, log_start_offset
+            self.dir_path,
+            self._new_segment,
+            repr(self),
+            had_clean_shutdown,
+            recovery_point,
+            log_start_offset,
+            exists=exists,
         )
         self._segments = loaded.segments
         self._bases = [seg.base_offset for seg in loaded.segments]

@@ -27,9 +27,12 @@ from zkafka.storage.leader_epoch import LeaderEpochCache
 from zkafka.storage.naming import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
+    INDEX_SUFFIX,
     INDEX_SUFFIXES,
     LOG_SUFFIX,
     SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    filename_prefix,
     offset_from_filename,
 )
 from zkafka.storage.segment import LogSegment
@@ -42,12 +45,13 @@ SegmentFactory = Callable[..., LogSegment]
 log being loaded."""
 
 
-def load_epoch_cache(dir_path: Path) -> tuple[LeaderEpochCache, bool]:
+def load_epoch_cache(dir_path: Path, present: bool) -> tuple[LeaderEpochCache, bool]:
     """The cache from `leader-epoch-checkpoint`; (empty cache, True) when the file is corrupt
     or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
-    when the log turns out to hold data)."""
-    path = dir_path / LEADER_EPOCH_CHECKPOINT
-    if not path.exists():
+    when the log turns out to hold data). `present`: the directory's listing has the file (a
+    listing made anyway, instead of a stat per replica at start-up)."""
+    path = os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)  # a str: no Path per replica
+    if not present:
         return LeaderEpochCache(path), True
     try:
         return LeaderEpochCache.load(path), False
@@ -63,21 +67,30 @@ def open_log_dir(
     had_clean_shutdown: bool,
     recovery_point: int,
     log_start_offset: int,
+    *,
+    exists: bool = False,
 ) -> tuple[LeaderEpochCache, LoadedLog]:
     """A log's leader-epoch cache and segments: loaded from its directory, or, when the directory
     does not exist yet, a new empty log in a directory made here. A directory this call made holds
     nothing to list, check or recover: a new log costs its directory, and its first `.log` when it
-    is first written (topic creation makes thousands of logs at once)."""
-    try:
-        dir_path.mkdir()
-    except FileExistsError:
-        epochs, rebuild_epochs = load_epoch_cache(dir_path)
-        loaded = LogLoader(dir_path, new_segment, epochs, name).load(
-            had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs
-        )
-        return epochs, loaded
-    epochs = LeaderEpochCache(dir_path / LEADER_EPOCH_CHECKPOINT)
-    return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
+    is first written (topic creation makes thousands of logs at once). `exists`: the caller has
+    just listed the directory (the log manager's start-up), so no `mkdir` is tried first; the
+    directory is listed once and that listing serves the whole load (a broker restarting with
+    tens of thousands of replicas pays a few system calls each, not a dozen)."""
+    if not exists:
+        try:
+            dir_path.mkdir()
+        except FileExistsError:
+            pass
+        else:
+            epochs = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
+            return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
+    names = os.listdir(dir_path)
+    epochs, rebuild_epochs = load_epoch_cache(dir_path, LEADER_EPOCH_CHECKPOINT in names)
+    loaded = LogLoader(dir_path, new_segment, epochs, name).load(
+        had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs, names
+    )
+    return epochs, loaded
 
 
 @dataclass
@@ -109,28 +122,47 @@ class LogLoader:
     _recovered_from: int | None = None
 
     def load(
-        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
+        self,
+        had_clean_shutdown: bool,
+        recovery_point: int,
+        log_start_offset: int,
+        rebuild_epochs: bool,
+        names: list[str] | None = None,
     ) -> LoadedLog:
+        """`names`: the directory's listing, when the caller has just made it."""
         try:
-            return self._load(had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs)
+            return self._load(
+                had_clean_shutdown,
+                recovery_point,
+                log_start_offset,
+                rebuild_epochs,
+                os.listdir(self.dir_path) if names is None else names,
+            )
         except BaseException:
             for seg in self._segments:
                 seg.close_quietly()
             raise
 
     def _load(
-        self, had_clean_shutdown: bool, recovery_point: int, log_start_offset: int, rebuild_epochs: bool
+        self,
+        had_clean_shutdown: bool,
+        recovery_point: int,
+        log_start_offset: int,
+        rebuild_epochs: bool,
+        names: list[str],
     ) -> LoadedLog:
-        for base in self._remove_temporary_files():
-            self._complete_swap(base)
+        if self._remove_temporary_files(names):
+            names = os.listdir(self.dir_path)  # files were deleted or renamed: list again
+        present = set(names)
         bases = sorted(
-            b
-            for name in os.listdir(self.dir_path)
-            if name.endswith(LOG_SUFFIX) and (b := offset_from_filename(name)) is not None
+            b for name in names if name.endswith(LOG_SUFFIX) and (b := offset_from_filename(name)) is not None
         )
         for base in bases:
             seg = self.new_segment(base, create=False)
-            if seg.size and not seg.indexes_present():  # an empty one's are made on first write
+            prefix = filename_prefix(base)
+            if seg.size and not (  # an empty one's are made on first write
+                prefix + INDEX_SUFFIX in present and prefix + TIME_INDEX_SUFFIX in present
+            ):
                 # Kafka recovers such a segment; below the recovery point the data is trusted, so
                 # rebuilding the indexes from the batch headers is enough (done lazily)
                 log.info("%s has no index; it will be rebuilt", seg.log_path)
@@ -173,21 +205,24 @@ class LogLoader:
         self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
         return LoadedLog(self._segments, log_start_offset, log_start_offset, log_start_offset, True)
 
-    def _remove_temporary_files(self) -> list[int]:
-        """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files; return
-        the bases of `.log.swap` files (finished compactions to complete)."""
+    def _remove_temporary_files(self, names: list[str]) -> bool:
+        """Kafka §3.2 step 2: drop `.deleted`, `.cleaned`, `.tmp` and orphan index files, and
+        complete the swaps of `.log.swap` files (finished compactions). `names` is the directory's
+        listing; True when anything was deleted or renamed (the listing is stale)."""
         swaps: list[int] = []
         logs: set[int] = set()
-        names = os.listdir(self.dir_path)
+        changed = False
         for name in names:
             base = offset_from_filename(name)
             if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
                 (self.dir_path / name).unlink(missing_ok=True)
+                changed = True
             elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
                 swaps.append(base)
             elif base is not None and name.endswith(SWAP_SUFFIX):
                 # index swaps: the swapped segment's indexes are rebuilt, never trusted
                 (self.dir_path / name).unlink(missing_ok=True)
+                changed = True
             elif base is not None and name.endswith(LOG_SUFFIX):
                 logs.add(base)
         for name in names:
@@ -195,7 +230,10 @@ class LogLoader:
             if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
                 log.info("deleting orphan index file %s/%s", self.dir_path, name)
                 (self.dir_path / name).unlink(missing_ok=True)
-        return sorted(swaps)
+                changed = True
+        for base in sorted(swaps):
+            self._complete_swap(base)
+        return changed or bool(swaps)
 
     def _complete_swap(self, base: int) -> None:
         """A crash happened after a compacted segment became `.swap`: it holds everything of the

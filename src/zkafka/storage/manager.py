@@ -191,7 +191,7 @@ class LogManager:
             if tp in self._logs:
                 raise StorageError(f"duplicate log dirs for {tp}: {self._dir_of[tp]} and {log_dir}")
             self._logs[tp] = Log(
-                Path(entry.path),
+                log_dir / entry.name,
                 self.config_for(tp.topic),
                 recovery_point=recovery.get(tp, 0),
                 log_start_offset=starts.get(tp, 0),
@@ -199,6 +199,7 @@ class LogManager:
                 clock=self._clock,
                 topic_partition=tp,
                 file_cache=self.file_cache,
+                exists=True,
             )
             self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
             self._dir_of[tp] = log_dir
