@@ -13,6 +13,7 @@ from storage_helpers import append, batch, read_all, segment_files, small_config
 
 from zkafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT
 from zkafka.storage.log import Log
+from zkafka.storage.log_loader import LISTING_CHUNK, prefetch_listings
 from zkafka.storage.manager import LogManager
 
 INDEX0 = f"{0:020d}.index"
@@ -153,4 +154,35 @@ def test_start_up_listing_serves_leftovers_and_the_epoch_checkpoint(tmp_path: Pa
     assert loaded.epochs.entries() == [(1, 0), (2, 2)]
     other = again.get_log("t", 1)
     assert other is not None and other.epochs.entries() == [(1, 0)]
+    again.shutdown()
+
+
+def test_listings_are_prefetched_in_order_by_any_number_of_threads(tmp_path: Path) -> None:
+    paths = []
+    for i in range(2 * LISTING_CHUNK + 7):  # more than one chunk, the last one short
+        p = tmp_path / f"d{i:04d}"
+        p.mkdir()
+        for j in range(i % 3):
+            (p / f"f{j}").touch()
+        paths.append(str(p))
+    paths.insert(5, str(tmp_path / "missing"))  # listed again by its own load, which reports it
+    expected = [sorted(os.listdir(p)) if os.path.isdir(p) else None for p in paths]
+    for threads in (1, 3):
+        got = [None if names is None else sorted(names) for names in prefetch_listings(paths, threads)]
+        assert got == expected
+    assert list(prefetch_listings([], 2)) == []
+
+
+def test_a_manager_with_recovery_threads_loads_every_log_after_a_crash(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    mgr = manager(d)
+    for p in range(LISTING_CHUNK + 40):
+        mgr.get_or_create_log("t", p)
+    for p in range(0, LISTING_CHUNK + 40, 7):
+        append(mgr.log_or_raise("t", p), batch(2), leader_epoch=1)
+    mgr.checkpoint_recovery_points()
+    contents = {tp: read_all(lg) for tp, lg in mgr.all_logs().items()}
+    crash(mgr)
+    again = LogManager([d], small_config(), broker_id=1, recovery_threads=3)
+    assert {tp: read_all(lg) for tp, lg in again.all_logs().items()} == contents
     again.shutdown()

@@ -172,9 +172,9 @@ class Log:
         clock: Callable[[], float] = time.time,
         topic_partition: TopicPartition | None = None,
         file_cache: FileCache | None = None,
-        exists: bool = False,
+        listing: list[str] | None = None,
     ) -> None:
-        """`exists`: the caller has just seen `dir_path` in its parent's listing (start-up)."""
+        """`listing`: the names in `dir_path`, just listed by the caller (start-up)."""
         # Path(a Path) parses it again: not for each of a start-up's thousands of logs
         self.dir_path = dir_path if isinstance(dir_path, Path) else Path(dir_path)
         self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
@@ -213,11 +213,11 @@ class Log:
         self.epochs, loaded = open_log_dir(
             self.dir_path,
             self._new_segment,
-            repr(self),
+            self,  # named in log lines by its repr, made only if one is written
             had_clean_shutdown,
             recovery_point,
             log_start_offset,
-            exists=exists,
+            listing=listing,
         )
         self._segments = loaded.segments
         self._bases = [seg.base_offset for seg in loaded.segments]
@@ -727,6 +727,10 @@ class Log:
 
     def delete_expired_files(self, now_ms: int) -> int:
         """Physically delete `.deleted` segments whose delay has passed. Returns how many."""
+        if not self._pending_deletes:
+            # the common case, checked without the lock: the log manager asks every log every
+            # second, tens of thousands of them; one queued meanwhile is seen at the next round
+            return 0
         with self._lock:
             if self._cleaning and not self._closed:
                 return 0
