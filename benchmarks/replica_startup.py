@@ -100,13 +100,17 @@ def make(log_dir: Path, tps: list[TopicPartition], written: int, unclean: bool) 
         append_some(lg, BATCHES_TAIL)
 
 
-def start(log_dir: Path, tps: list[TopicPartition], unclean: bool, profile_to: str | None) -> None:
+def start(
+    log_dir: Path, tps: list[TopicPartition], unclean: bool, profile_to: str | None, recovery_threads: int
+) -> None:
     if not unclean:
         (log_dir / CLEAN_SHUTDOWN_FILE).touch()
     config = LogConfig()
     n = len(tps)
     profile = cProfile.Profile() if profile_to else None
-    lm = timed("log manager opened", n, lambda: LogManager([log_dir], config, broker_id=1), profile)
+    # passed only when set: the base tree of an A/B run may not take it
+    extra = {"recovery_threads": recovery_threads} if recovery_threads != 1 else {}
+    lm = timed("log manager opened", n, lambda: LogManager([log_dir], config, broker_id=1, **extra), profile)
     rm = ReplicaManager(1, lm)
     changes = [
         PartitionStateChange(
@@ -132,6 +136,9 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=33_000)
     ap.add_argument("--written", type=int, default=0, help="replicas holding a few batches")
     ap.add_argument("--unclean", action="store_true", help="as a SIGKILL leaves it: recovery")
+    ap.add_argument(
+        "--recovery-threads", type=int, default=1, help="num.recovery.threads.per.data.dir (listing threads)"
+    )
     ap.add_argument("--rounds", type=int, default=1, help="timed start-ups of the same files")
     ap.add_argument("--work-dir", help="where the log dir goes (default: the temp dir)")
     ap.add_argument("--profile", help="write a cProfile of the first round here")
@@ -152,7 +159,7 @@ def main() -> None:
         for r in range(args.rounds):
             print(f" round {r + 1}", flush=True)
             profile_to = args.profile if r == 0 else None
-            in_child(lambda: start(log_dir, tps, args.unclean, profile_to))  # noqa: B023 - run now
+            in_child(lambda: start(log_dir, tps, args.unclean, profile_to, args.recovery_threads))  # noqa: B023 - run now
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -51,7 +51,7 @@ def load_epoch_cache(dir_path: Path, present: bool) -> tuple[LeaderEpochCache, b
     or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
     when the log turns out to hold data). `present`: the directory's listing has the file (a
     listing made anyway, instead of a stat per replica at start-up)."""
-    path = os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT)  # a str: no Path per replica
+    path = f"{os.fspath(dir_path)}/{LEADER_EPOCH_CHECKPOINT}"  # a str: no Path (nor os.path.join) per replica
     if not present:
         return LeaderEpochCache(path), True
     try:

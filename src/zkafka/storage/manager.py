@@ -197,7 +197,8 @@ class LogManager:
                     log.warning("leaving %s alone (future/stray dirs are not supported)", entry.path)
                 continue
             found.append((tp, entry.name))
-        paths = [os.path.join(log_dir, name) for _, name in found]
+        prefix = os.fspath(log_dir)
+        paths = [f"{prefix}/{name}" for _, name in found]
         # closed (its threads stopped) also when a load fails
         with contextlib.closing(prefetch_listings(paths, self.recovery_threads)) as listings:
             for (tp, name), listing in zip(found, listings, strict=True):
