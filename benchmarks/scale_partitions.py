@@ -176,27 +176,51 @@ def wait_moved(zk: KafkaZkClient, paths: list[str], away_from: int, timeout: flo
 
 
 def time_startup(
-    cluster: LocalCluster, zk: KafkaZkClient, broker: int, paths: list[str], timeout: float
-) -> tuple[float, float]:
-    """Start `broker`; seconds until it is registered, and until it is in the ISR of every path
-    that assigns it a replica (`paths`)."""
+    cluster: LocalCluster,
+    zk: KafkaZkClient,
+    broker: int,
+    paths: list[str],
+    args: argparse.Namespace,
+    phase: str,
+    run: Run,
+    label: str,
+) -> None:
+    """Start `broker` and add to `run`: seconds until it is registered and until it is in the ISR
+    of every path that assigns it a replica (`paths`), and the broker's CPU seconds until each
+    (less dependent on the machine's load than the wall clock). With `--py-spy` the broker is
+    sampled from its start until it is back in every ISR (`<phase>-b<broker>.txt`)."""
     t0 = time.perf_counter()
     cluster.start_broker(broker)
-    registered = None
+    pid = cluster.brokers[broker].pid
+    registered = registered_cpu = None
     pending = list(paths)
-    while time.perf_counter() - t0 < timeout:
-        if not cluster.broker_alive(broker):
-            raise RuntimeError(f"broker {broker} exited; see {cluster.brokers[broker].log_path}")
-        if registered is None and broker in zk.get_all_broker_ids():
-            registered = time.perf_counter() - t0
-        if registered is not None:
-            states = read_states(zk, pending)
-            pending = [p for p in pending if p not in states or broker not in states[p]["isr"]]
-            if not pending:
-                return registered, time.perf_counter() - t0
-        time.sleep(0.2)
+    with profiled(args, phase, {f"b{broker}": pid}):
+        while time.perf_counter() - t0 < args.timeout:
+            if not cluster.broker_alive(broker):
+                raise RuntimeError(f"broker {broker} exited; see {cluster.brokers[broker].log_path}")
+            if registered is None and broker in zk.get_all_broker_ids():
+                registered = time.perf_counter() - t0
+                registered_cpu = cpu_seconds(pid)
+            if registered is not None:
+                states = read_states(zk, pending)
+                pending = [p for p in pending if p not in states or broker not in states[p]["isr"]]
+                if not pending:
+                    isr, isr_cpu = time.perf_counter() - t0, cpu_seconds(pid)
+                    run.add(
+                        f"{label}: registered", registered, "s", note=f"broker CPU {registered_cpu:.1f} s"
+                    )
+                    run.add(
+                        f"{label}: in ISR of all {len(paths):,}",
+                        isr,
+                        "s",
+                        STARTUP_AIM_S,
+                        False,
+                        note=f"broker CPU {isr_cpu:.1f} s",
+                    )
+                    return
+            time.sleep(0.2)
     raise TimeoutError(
-        f"broker {broker}: {len(pending):,} partitions without it in the ISR after {timeout} s"
+        f"broker {broker}: {len(pending):,} partitions without it in the ISR after {args.timeout} s"
     )
 
 
@@ -296,10 +320,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 )
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {controller} (recovery after SIGKILL)")
-                    reg, isr = time_startup(cluster, zk, controller, held, args.timeout)
-                    run.add("start-up after SIGKILL: registered", reg, "s")
-                    run.add(
-                        f"start-up after SIGKILL: in ISR of all {len(held):,}", isr, "s", STARTUP_AIM_S, False
+                    time_startup(
+                        cluster, zk, controller, held, args, f"{total}-startup", run, "start-up after SIGKILL"
                     )
 
             if "brokerkill" not in args.skip:
@@ -332,14 +354,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 )
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {victim} (recovery after SIGKILL)")
-                    reg, isr = time_startup(cluster, zk, victim, held, args.timeout)
-                    run.add("start-up after broker SIGKILL: registered", reg, "s")
-                    run.add(
-                        f"start-up after broker SIGKILL: in ISR of all {len(held):,}",
-                        isr,
-                        "s",
-                        STARTUP_AIM_S,
-                        False,
+                    time_startup(
+                        cluster,
+                        zk,
+                        victim,
+                        held,
+                        args,
+                        f"{total}-brokerkill-startup",
+                        run,
+                        "start-up after broker SIGKILL",
                     )
 
             if "shutdown" not in args.skip:
@@ -372,9 +395,9 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 run.add("controlled shutdown: signal to exit", to_exit, "s", note="" if exited else "killed")
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {victim} (clean)")
-                    reg, isr = time_startup(cluster, zk, victim, held, args.timeout)
-                    run.add("clean start-up: registered", reg, "s")
-                    run.add(f"clean start-up: in ISR of all {len(held):,}", isr, "s", STARTUP_AIM_S, False)
+                    time_startup(
+                        cluster, zk, victim, held, args, f"{total}-clean-startup", run, "clean start-up"
+                    )
 
             if "down" not in args.skip:
                 console.print(f"[{total:,}] cluster down")

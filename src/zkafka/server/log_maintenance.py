@@ -35,6 +35,7 @@ async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeepe
             cluster_id=identity.cluster_id,
             topic_configs=topic_configs,
             max_open_files=config.zkafka_log_max_open_files,
+            recovery_threads=config.num_recovery_threads_per_data_dir,
         ),
     )
 

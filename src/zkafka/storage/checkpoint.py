@@ -177,7 +177,7 @@ def _parse_epoch_entry(fields: list[str]) -> tuple[int, int]:
 class LeaderEpochCheckpointFile:
     """`<epoch> <startOffset>` per line, ascending."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)  # a str: one of these per replica, and a Path is ~0.5 KiB
 
     @property

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from zkafka.storage.errors import CorruptIndexError
 from zkafka.storage.file_cache import open_or_relieve
-from zkafka.storage.scan import write_all
+from zkafka.storage.scan import read_exactly, write_all
 
 INT32_MAX = (1 << 31) - 1
 # Entries buffered in memory before they are written to the file (bounded write amplification).
@@ -99,7 +99,9 @@ class SparseIndex:
     value_type: str
     reserved_slots = 0  # entries kept free for a forced final entry (the time index keeps one)
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int, *, create: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], base_offset: int, max_index_bytes: int, *, create: bool = False
+    ) -> None:
         self._path = os.fspath(path)  # a str: ~0.5 KiB less than a Path, per file of every replica
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry_struct.size)
@@ -109,6 +111,7 @@ class SparseIndex:
         self._on_disk = 0
         self._pending = bytearray()
         self._unsynced = False  # written since the last fsync
+        self._rebuilding = False  # between `reset` and `write_rebuilt`: the file is not written
         self._absent = False
         """A new index whose file is not made yet: the first write (or `ensure_file`) creates it,
         emptying whatever stale file sits at the path, as creating it up front did."""
@@ -199,7 +202,7 @@ class SparseIndex:
         keys.append(key)
         values.append(value)
         self._pending += self.entry_struct.pack(key, value)
-        if len(self._pending) >= PENDING_FLUSH_BYTES:
+        if len(self._pending) >= PENDING_FLUSH_BYTES and not self._rebuilding:
             self.write_pending()
 
     def _truncate_entries(self, n: int) -> None:
@@ -218,12 +221,41 @@ class SparseIndex:
             self._on_disk = n
 
     def reset(self) -> None:
-        """Drop every entry (before a rebuild)."""
+        """Drop every entry (before a rebuild), in memory only: `write_rebuilt` then makes the
+        file hold the entries appended since. Until then nothing is written."""
         self._keys, self._values = array(self.key_type), array(self.value_type)
         self._pending.clear()
+        self._on_disk = 0
+        self._rebuilding = True
+
+    def write_rebuilt(self) -> None:
+        """End a rebuild (`reset`): the file is rewritten with the rebuilt entries, unless it
+        already holds exactly those bytes (a recovery re-validating a segment that was intact:
+        after a SIGKILL most are, and truncating and rewriting their index files cost more than
+        the validation). Either way the file counts as unsynced, as after a rewrite: the next
+        flush fsyncs it."""
+        self._rebuilding = False
+        data = bytes(self._pending)
+        if not self._absent:
+            try:
+                fd = os.open(self._path, os.O_RDONLY)
+            except FileNotFoundError:
+                pass
+            else:
+                try:
+                    same = os.fstat(fd).st_size == len(data) and read_exactly(fd, len(data), 0) == data
+                finally:
+                    os.close(fd)
+                if same:
+                    self._on_disk += len(data) // self.entry_struct.size
+                    self._pending.clear()
+                    self._unsynced = True
+                    return
         with self._opened() as fd:
             os.ftruncate(fd, 0)
-        self._on_disk = 0
+            write_all(fd, data)
+        self._on_disk += len(data) // self.entry_struct.size
+        self._pending.clear()
 
     # ---- file -----------------------------------------------------------------------------------
 

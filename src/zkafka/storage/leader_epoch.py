@@ -20,9 +20,9 @@ the loop; what a process crash loses before the write is what a machine crash lo
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from collections import deque
-from pathlib import Path
 from typing import Any
 
 from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
@@ -34,7 +34,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 class LeaderEpochCache:
     """Sorted (epoch, start_offset) entries; `path=None` keeps it in memory only (tests, tools)."""
 
-    def __init__(self, path: Path | None, entries: list[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, entries: list[tuple[int, int]] | None = None
+    ) -> None:
         self._file = LeaderEpochCheckpointFile(path) if path is not None else None
         self._unsynced = False
         """The file was written by `assign` and not fsynced since."""
@@ -48,7 +50,7 @@ class LeaderEpochCache:
             self._assign(epoch, start)
 
     @classmethod
-    def load(cls, path: Path) -> LeaderEpochCache:
+    def load(cls, path: str | os.PathLike[str]) -> LeaderEpochCache:
         """Read the checkpoint (missing or 0-byte: empty). Raises CheckpointError when malformed."""
         return cls(path, LeaderEpochCheckpointFile(path).read())
 

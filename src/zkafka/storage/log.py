@@ -172,8 +172,11 @@ class Log:
         clock: Callable[[], float] = time.time,
         topic_partition: TopicPartition | None = None,
         file_cache: FileCache | None = None,
+        listing: list[str] | None = None,
     ) -> None:
-        self.dir_path = Path(dir_path)
+        """`listing`: the names in `dir_path`, just listed by the caller (start-up)."""
+        # Path(a Path) parses it again: not for each of a start-up's thousands of logs
+        self.dir_path = dir_path if isinstance(dir_path, Path) else Path(dir_path)
         self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
         self.config = config
         self._derive_config()
@@ -208,7 +211,13 @@ class Log:
         # or below its first re-validated segment, so that replay stays one segment long)
         self.on_roll: Callable[[int], None] = lambda base: None
         self.epochs, loaded = open_log_dir(
-            self.dir_path, self._new_segment, repr(self), had_clean_shutdown, recovery_point, log_start_offset
+            self.dir_path,
+            self._new_segment,
+            self,  # named in log lines by its repr, made only if one is written
+            had_clean_shutdown,
+            recovery_point,
+            log_start_offset,
+            listing=listing,
         )
         self._segments = loaded.segments
         self._bases = [seg.base_offset for seg in loaded.segments]
@@ -718,6 +727,10 @@ class Log:
 
     def delete_expired_files(self, now_ms: int) -> int:
         """Physically delete `.deleted` segments whose delay has passed. Returns how many."""
+        if not self._pending_deletes:
+            # the common case, checked without the lock: the log manager asks every log every
+            # second, tens of thousands of them; one queued meanwhile is seen at the next round
+            return 0
         with self._lock:
             if self._cleaning and not self._closed:
                 return 0

@@ -14,6 +14,7 @@ can fsync or rewrite segments, so the broker should run them off its event loop.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -47,6 +48,7 @@ from zkafka.storage.errors import (
 )
 from zkafka.storage.file_cache import FileCache
 from zkafka.storage.log import Log
+from zkafka.storage.log_loader import prefetch_listings
 from zkafka.storage.naming import (
     TopicPartition,
     delete_dir_name,
@@ -113,7 +115,11 @@ class LogManager:
         topic_configs: Mapping[str, LogConfig] | None = None,
         dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
         max_open_files: int | None = None,
+        recovery_threads: int = 1,
     ) -> None:
+        """`recovery_threads`: Kafka's `num.recovery.threads.per.data.dir`, here the threads that
+        list each data dir's partition directories ahead of the loading (`prefetch_listings`);
+        the loading itself, Python work, stays on the calling thread."""
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
@@ -125,6 +131,7 @@ class LogManager:
         self._clock = clock
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self.dedupe_buffer_bytes = dedupe_buffer_bytes
+        self.recovery_threads = recovery_threads
         self.file_cache = FileCache(max_open_files)
         self._epoch_writes: deque[Log] = deque()
         """Logs whose leader-epoch checkpoint changed and is not written yet (`LeaderEpochCache.
@@ -178,6 +185,7 @@ class LogManager:
         starts = _read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
         self._high_watermarks.update(_read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT))
         self._cleaner_offsets.update(_read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT))
+        found: list[tuple[TopicPartition, str]] = []
         for entry in sorted(os.scandir(log_dir), key=lambda e: e.name):
             if not entry.is_dir():
                 continue
@@ -188,21 +196,28 @@ class LogManager:
                 elif is_special_dir_name(entry.name):
                     log.warning("leaving %s alone (future/stray dirs are not supported)", entry.path)
                 continue
-            if tp in self._logs:
-                raise StorageError(f"duplicate log dirs for {tp}: {self._dir_of[tp]} and {log_dir}")
-            self._logs[tp] = Log(
-                Path(entry.path),
-                self.config_for(tp.topic),
-                recovery_point=recovery.get(tp, 0),
-                log_start_offset=starts.get(tp, 0),
-                had_clean_shutdown=clean,
-                clock=self._clock,
-                topic_partition=tp,
-                file_cache=self.file_cache,
-            )
-            self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
-            self._dir_of[tp] = log_dir
-            self._count_in_dir[log_dir] += 1
+            found.append((tp, entry.name))
+        prefix = os.fspath(log_dir)
+        paths = [f"{prefix}/{name}" for _, name in found]
+        # closed (its threads stopped) also when a load fails
+        with contextlib.closing(prefetch_listings(paths, self.recovery_threads)) as listings:
+            for (tp, name), listing in zip(found, listings, strict=True):
+                if tp in self._logs:
+                    raise StorageError(f"duplicate log dirs for {tp}: {self._dir_of[tp]} and {log_dir}")
+                self._logs[tp] = Log(
+                    log_dir / name,
+                    self.config_for(tp.topic),
+                    recovery_point=recovery.get(tp, 0),
+                    log_start_offset=starts.get(tp, 0),
+                    had_clean_shutdown=clean,
+                    clock=self._clock,
+                    topic_partition=tp,
+                    file_cache=self.file_cache,
+                    listing=listing,
+                )
+                self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
+                self._dir_of[tp] = log_dir
+                self._count_in_dir[log_dir] += 1
         count = self.logs_in_dir_count(log_dir)
         if count == 0:
             log.info("no logs in %s yet", log_dir)  # a fresh dir: no shutdown, clean or not, to report

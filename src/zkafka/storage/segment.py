@@ -29,7 +29,14 @@ from zkafka.records.batch import BatchHeader, CorruptRecordError, InvalidRecordE
 from zkafka.storage.errors import CorruptIndexError, LogDirIOError, StorageError
 from zkafka.storage.file_cache import FileCache, FileLease, SegmentFile, default_file_cache
 from zkafka.storage.index import INT32_MAX, OffsetIndex
-from zkafka.storage.naming import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file
+from zkafka.storage.naming import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    filename_prefix,
+    segment_file,
+)
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
 from zkafka.storage.tail_positions import TailPositions
 from zkafka.storage.time_index import NO_TIMESTAMP, TimeIndex
@@ -75,19 +82,14 @@ class LogSegment:
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = created_ms
         self.log_path = segment_file(dir_path, base_offset, LOG_SUFFIX, suffix)
-        self.index = OffsetIndex(
-            segment_file(dir_path, base_offset, INDEX_SUFFIX, suffix),
-            base_offset,
-            max_index_bytes,
-            create=create,
-        )
+        # the indexes keep their paths as str: built from one prefix, not a Path each (start-up
+        # makes a segment per replica, tens of thousands)
+        stem = f"{os.fspath(dir_path)}/{filename_prefix(base_offset)}"  # not os.path.join: ~3x dearer
+        self.index = OffsetIndex(stem + INDEX_SUFFIX + suffix, base_offset, max_index_bytes, create=create)
         self.time_index = TimeIndex(
-            segment_file(dir_path, base_offset, TIME_INDEX_SUFFIX, suffix),
-            base_offset,
-            max_index_bytes,
-            create=create,
+            stem + TIME_INDEX_SUFFIX + suffix, base_offset, max_index_bytes, create=create
         )
-        self.txn_index = TransactionIndex(segment_file(dir_path, base_offset, TXN_INDEX_SUFFIX, suffix))
+        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX + suffix)
         self.closed = False  # after close()/delete_files(): never reopen the file by accident
         self._unsynced = False  # written or truncated since the last fsync of the `.log`
         cache = file_cache if file_cache is not None else default_file_cache()
@@ -537,8 +539,8 @@ class LogSegment:
         if truncate:
             self.txn_index.truncate_to(next_offset)  # markers that did not survive the cut
         time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
-        index.write_pending()
-        time_index.write_pending()
+        index.write_rebuilt()
+        time_index.write_rebuilt()
         self._max_ts, self._offset_of_max_ts = max_ts, offset_of_max
         self._rolling_ts = first_ts
         self.bytes_since_last_index_entry = since_entry
