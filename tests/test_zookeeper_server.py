@@ -3,7 +3,15 @@ import subprocess
 import sys
 import time
 
-from zkafka.local.zookeeper import ZooKeeperServer, four_letter_word, free_port
+import pytest
+
+from zkafka.local.zookeeper import (
+    DEFAULT_HEAP_OPTS,
+    ZooKeeperServer,
+    four_letter_word,
+    free_port,
+    heap_options,
+)
 
 
 def test_fixture_server_answers(zookeeper_server: ZooKeeperServer) -> None:
@@ -81,3 +89,19 @@ def test_cli_zookeeper_start_refuses_a_missing_config(tmp_path) -> None:
         check=False,
     )
     assert result.returncode != 0 and "nope.cfg" in result.stderr
+
+
+def test_heap_comes_from_kafka_heap_opts_as_in_kafkas_start_scripts() -> None:
+    assert heap_options({}) == [DEFAULT_HEAP_OPTS] == ["-Xmx512m"]
+    assert heap_options({"KAFKA_HEAP_OPTS": "  "}) == ["-Xmx512m"]
+    assert heap_options({"KAFKA_HEAP_OPTS": "-Xmx2g -Xms2g"}) == ["-Xmx2g", "-Xms2g"]
+
+
+def test_a_started_server_runs_with_the_heap_it_was_given(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_HEAP_OPTS", "-Xmx320m -Xms32m")
+    with ZooKeeperServer(data_dir=tmp_path) as server:
+        assert server.process is not None
+        with open(f"/proc/{server.process.pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        assert b"-Xmx320m" in argv and b"-Xms32m" in argv
+        assert four_letter_word(server.host, server.port) == "imok"

@@ -16,12 +16,14 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,12 +36,23 @@ MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 FOUR_LETTER_WORDS = "ruok,srvr,stat,mntr,cons"
 PID_FILE = "zookeeper.pid"
+# Kafka's zookeeper-server-start.sh gives the server 512 MB unless KAFKA_HEAP_OPTS says otherwise;
+# ZooKeeper keeps every znode in its heap, and 100,000 partitions are ~200,000 znodes: 256 MB ran
+# out (OutOfMemoryError) while they were written with many multis in flight.
+DEFAULT_HEAP_OPTS = "-Xmx512m"
 """Written next to the server's log: the Java process's pid (the wrapper's differs), so a tool can
 SIGKILL the server itself."""
 
 
 class ZooKeeperNotInstalled(RuntimeError):
     pass
+
+
+def heap_options(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The server's heap flags: `KAFKA_HEAP_OPTS` as Kafka's start scripts read it, else 512 MB."""
+    env = os.environ if environ is None else environ
+    given = env.get("KAFKA_HEAP_OPTS", "").strip()
+    return shlex.split(given) if given else [DEFAULT_HEAP_OPTS]
 
 
 def _die_with_parent() -> None:
@@ -250,7 +263,7 @@ class ZooKeeperServer:
             classpath.append(str(LOGGER_JAR))
         cmd = [
             java,
-            "-Xmx256m",
+            *heap_options(),
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-Djute.maxbuffer=4194304",
