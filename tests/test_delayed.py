@@ -158,3 +158,77 @@ def test_timeouts_in_shared_buckets_never_fire_early_and_woken_waiters_leave_the
         assert len(ops) == 0 and not ops._buckets
 
     asyncio.run(main())
+
+
+def test_notify_up_to_checks_only_waiters_marked_at_or_below_the_position() -> None:
+    async def main() -> None:
+        ops = DelayedOperations()
+        key = ("replication", 0)
+        state = {"hw": 0}
+        checked: list[int] = []
+        outcomes: list[int] = []
+
+        def park(offset: int, marked: bool = True) -> None:
+            def check() -> bool:
+                checked.append(offset)
+                return state["hw"] >= offset
+
+            marks = {key: offset} if marked else None
+            ops.park([key], check, 5, lambda ok: outcomes.append(offset), marks)
+
+        for offset in (3, 5, 9):
+            park(offset)
+        park(4)  # below a mark already filed (offsets of a new leader epoch): sorted into place
+        checked.clear()
+        state["hw"] = 4
+        ops.notify_up_to(key, 4)
+        assert outcomes == [3, 4]  # in mark order, each once
+        assert checked == [3, 4]  # 5 and 9 were not checked: their mark is above the position
+        checked.clear()
+        park(6, marked=False)  # unmarked: checked by every notify_up_to, whatever the position
+        assert checked == [6] and outcomes == [3, 4]  # tried once at park
+        checked.clear()
+        ops.notify_up_to(key, 4)
+        assert checked == [6] and outcomes == [3, 4]
+        # a plain notify still checks everything (a leadership change)
+        checked.clear()
+        ops.notify(key)
+        assert checked == [6, 5, 9] and outcomes == [3, 4]
+        state["hw"] = 9
+        ops.notify_up_to(key, 9)
+        assert outcomes == [3, 4, 6, 5, 9] and len(ops) == 0
+
+    asyncio.run(main())
+
+
+def test_notify_up_to_leaves_a_waiter_whose_other_key_is_not_reached() -> None:
+    async def main() -> None:
+        ops = DelayedOperations()
+        a, b = ("replication", "a"), ("replication", "b")
+        hw = {a: 0, b: 0}
+        outcomes: list[str] = []
+
+        def waiter(name: str, need: dict[tuple[str, str], int]) -> None:
+            def check() -> bool:
+                return all(hw[k] >= o for k, o in need.items())
+
+            ops.park(list(need), check, 5, lambda ok: outcomes.append(name), need)
+
+        waiter("both", {a: 2, b: 2})
+        waiter("a only", {a: 3})
+        hw[a] = 3
+        ops.notify_up_to(a, 3)  # "both" is due on a but waits for b: the scan goes on past it
+        assert outcomes == ["a only"]
+        hw[b] = 2
+        ops.notify_up_to(b, 2)
+        assert outcomes == ["a only", "both"] and len(ops) == 0
+        # the timer and cancel leave no ordered key behind
+        waiter("late", {a: 10})
+        w = ops.park([a], lambda: False, 0.02, lambda ok: outcomes.append("timed out"), {a: 7})
+        assert w is not None
+        await asyncio.sleep(0.1)
+        assert outcomes[-1] == "timed out" and len(ops) == 1
+        ops.cancel_all()
+        assert len(ops) == 0 and not ops._tops
+
+    asyncio.run(main())

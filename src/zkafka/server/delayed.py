@@ -11,6 +11,13 @@ produce or a long-poll fetch is then answered with no task and no extra event-lo
 the wake-up and its response. `wait` wraps `park` in a future for code that awaits.
 `notify_soon` batches a loop turn's notifications of a key into one (appends waking followers).
 
+Ordered keys: a waiter may carry a mark per key (`park(marks=...)`: the position it needs, e.g. the
+offset an acks=all produce waits for the high watermark to reach), and each key's waiters are kept
+in mark order (unmarked first), so `notify_up_to(key, position)` checks only the waiters marked at
+or below `position` and stops at the first above it: a high-watermark move then costs what it
+completes, not one check per parked request of the partition. Whatever can make a waiter of an
+ordered key ready other than reaching its mark (a leadership change) calls plain `notify`.
+
 Timeouts are served by buckets, not by one event-loop timer per waiter: a waiter goes into the
 bucket of its deadline rounded up to a step of at least 1 ms and at most 1/32 of its timeout (a
 power of two of milliseconds: 8 ms for a 500 ms long poll, 512 ms for a 30 s acks=all produce),
@@ -31,7 +38,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,7 @@ log = logging.getLogger(__name__)
 class Waiter:
     """One parked operation (`park`'s handle: `DelayedOperations.cancel` forgets it)."""
 
-    __slots__ = ("bucket", "check", "deadline", "done", "keys", "on_done")
+    __slots__ = ("bucket", "check", "deadline", "done", "keys", "marks", "on_done")
 
     def __init__(
         self,
@@ -47,10 +54,13 @@ class Waiter:
         on_done: Callable[[bool], None],
         keys: tuple[Hashable, ...],
         deadline: float,
+        marks: Mapping[Hashable, int] | None = None,
     ) -> None:
         self.check = check
         self.on_done = on_done
         self.keys = keys
+        self.marks = marks
+        """Per key, the position `notify_up_to` must reach before `check` is worth trying."""
         self.deadline = deadline
         """time.monotonic() at which the waiter times out."""
         self.bucket: tuple[float, int] | None = None
@@ -89,6 +99,9 @@ class DelayedOperations:
         finds nothing, and costs less than cancelling)."""
         self._steps: dict[float, float] = {}
         """`bucket_step` by timeout: a handful of distinct timeouts in practice."""
+        self._tops: dict[Hashable, int] = {}
+        """Per key with marked waiters, the highest mark filed since it last had none: a waiter
+        marked below it is sorted into place, one at or above it just goes last."""
 
     def park(
         self,
@@ -96,10 +109,13 @@ class DelayedOperations:
         check: Callable[[], bool],
         timeout_s: float,
         on_done: Callable[[bool], None],
+        marks: Mapping[Hashable, int] | None = None,
     ) -> Waiter | None:
         """Call `on_done(True)` as soon as `check()` holds after a `notify` on one of `keys`, or
         `on_done(False)` when `timeout_s` passes first; exactly once. `check` is tried right away
-        too: then `on_done` is called before `park` returns, and None is returned (nothing parked)."""
+        too: then `on_done` is called before `park` returns, and None is returned (nothing parked).
+        `marks[key]`: `check` cannot hold before `notify_up_to(key, position)` with position >= it
+        (or a plain `notify(key)`)."""
         if check():
             on_done(True)
             return None
@@ -107,13 +123,22 @@ class DelayedOperations:
             on_done(False)
             return None
         now = time.monotonic()
-        waiter = Waiter(check, on_done, tuple(keys), now + timeout_s)
+        waiter = Waiter(check, on_done, tuple(keys), now + timeout_s, marks)
         by_key = self._by_key
+        tops = self._tops
         for k in waiter.keys:
             ws = by_key.get(k)
             if ws is None:
                 ws = by_key[k] = {}
             ws[waiter] = None
+            mark = marks.get(k) if marks is not None else None
+            top = tops.get(k)
+            if mark is not None and (top is None or mark >= top):
+                tops[k] = mark  # in order already: the usual case (offsets grow)
+            elif top is not None:
+                # below a mark already filed (or unmarked among marked): sort it into place,
+                # arrival order kept among equal marks
+                by_key[k] = dict.fromkeys(sorted(ws, key=lambda w, k=k: _mark(w, k)))
         step = self._steps.get(timeout_s)
         if step is None:
             step = bucket_step(timeout_s)
@@ -157,7 +182,26 @@ class DelayedOperations:
         waiters = self._by_key.get(key)
         if not waiters:
             return
-        for w in list(waiters):
+        self._complete_ready(list(waiters))
+
+    def notify_up_to(self, key: Hashable, position: int) -> None:
+        """`notify(key)` for the waiters marked at most `position` for `key` (and unmarked ones):
+        those marked above it are not checked, their `check` cannot hold yet."""
+        waiters = self._by_key.get(key)
+        if not waiters:
+            return
+        due: list[Waiter] = []
+        for w in waiters:  # in mark order: stop at the first not reached
+            marks = w.marks
+            if marks is not None:
+                mark = marks.get(key)
+                if mark is not None and mark > position:
+                    break
+            due.append(w)
+        self._complete_ready(due)  # not while walking the dict: completing one may park others
+
+    def _complete_ready(self, waiters: list[Waiter]) -> None:
+        for w in waiters:
             if w.done:
                 continue
             try:
@@ -250,3 +294,11 @@ class DelayedOperations:
                 ws.pop(waiter, None)
                 if not ws:
                     del by_key[k]
+                    self._tops.pop(k, None)
+
+
+def _mark(waiter: Waiter, key: Hashable) -> float:
+    """The waiter's mark for `key` as a sort key: unmarked waiters first (always checked)."""
+    marks = waiter.marks
+    mark = marks.get(key) if marks is not None else None
+    return -math.inf if mark is None else mark

@@ -236,12 +236,19 @@ class ReplicaManager:
         if not required:
             on_done({})
             return None
-        return self.delayed.park([replication_key(tp) for tp in required], done, timeout_s, outcome)
+        # marked with the offset each partition's high watermark must reach: a move checks only
+        # the requests it may complete (`high_watermark_moved`); a leadership change checks all
+        marks = {replication_key(tp): offset for tp, (offset, _epoch) in required.items()}
+        return self.delayed.park(marks, done, timeout_s, outcome, marks)
 
     def high_watermark_moved(self, tp: TopicPartition) -> None:
         # consumers' fetches and acks=all produce requests; followers' fetches wait for appends
         self.delayed.notify(high_watermark_key(tp))
-        self.delayed.notify(replication_key(tp))
+        p = self.partitions.get(tp)
+        if p is not None:
+            self.delayed.notify_up_to(replication_key(tp), p.high_watermark)
+        else:
+            self.delayed.notify(replication_key(tp))
 
     def _leadership_changed(self, tp: TopicPartition) -> None:
         """Wake everything parked on `tp`: fetches and acks=all produce requests re-check (and the
