@@ -420,10 +420,10 @@ class ProducerStateManager:
         exists already or the log has never had a batch: Kafka also snapshots only past its last
         snapshot, and an idle broker with thousands of empty logs would otherwise write (and
         fsync) thousands of empty files at every shutdown."""
-        if self.log_dir is None:
-            return None
+        if self.log_dir is None or (self.map_end_offset == 0 and not self.producers):
+            return None  # checked before the path is built: shutdown asks every idle log
         path = self.snapshot_path(self.map_end_offset)
-        if (self.map_end_offset == 0 and not self.producers) or path.exists():
+        if path.exists():
             return None
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
