@@ -100,6 +100,22 @@ def test_snapshot_only_past_the_last_one(tmp_path) -> None:
     assert psm.take_snapshot() == psm.snapshot_path(6)
 
 
+def test_delete_snapshots_keeps_what_no_bound_matches(tmp_path) -> None:
+    """Shutdown asks every log to delete the snapshots below its start offset (`at_or_below=-1`
+    for a log starting at 0, which lists nothing): only the bounds given delete anything."""
+    psm = ProducerStateManager(tmp_path)
+    for end in (1, 5, 9):
+        psm.update(header(end - 1, 1, pid=1, seq=end - 1))
+        assert psm.take_snapshot(fsync=False) == psm.snapshot_path(end)
+    psm.delete_snapshots(at_or_below=-1)
+    psm.delete_snapshots()
+    assert psm.snapshot_offsets() == [1, 5, 9]
+    psm.delete_snapshots(at_or_below=1)
+    assert psm.snapshot_offsets() == [5, 9]
+    psm.delete_snapshots(above=5)
+    assert psm.snapshot_offsets() == [5]
+
+
 def test_truncate_forgets_later_batches() -> None:
     psm = ProducerStateManager()
     psm.update(header(0, 5, seq=0))

