@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.protocol.paths import _prefix_root
 from kazoo.security import make_acl
 from zk_test_helpers import expire_session, wait_until
 
@@ -50,7 +51,7 @@ from zkafka.zk.model import (
     SubscriptionPattern,
     TopicPartition,
 )
-from zkafka.zk.ops import CreateOp, DeleteOp, SetDataOp
+from zkafka.zk.ops import CheckOp, CreateOp, DeleteOp, SetDataOp, chrooted
 from zkafka.zk.store import MULTI_OP_OVERHEAD, multi_chunks
 from zkafka.zk.topic_store import NewTopicZNodes
 from zkafka.zk.znodes import (
@@ -448,6 +449,52 @@ def test_multi_chunks_respect_bytes_and_operations() -> None:
     assert [len(c) for c in multi_chunks(items, max_bytes=size * 4 - 1, max_ops=100)][:2] == [3, 3]
     huge = [(0, SetDataOp("/h", b"h" * 1000))]
     assert multi_chunks(huge, max_bytes=10, max_ops=10) == [huge]
+
+
+@pytest.mark.parametrize("root", ["", "/r", "/r/s"])
+def test_multi_paths_get_the_chroot_exactly_as_kazoo_prefixes_them(root: str) -> None:
+    # apply_ops builds kazoo's requests itself (kazoo re-normalises every path: the controller's
+    # CPU at topic creation); the path sent must stay what kazoo would send, odd paths included
+    paths = [
+        "/",
+        "/x",
+        "/brokers/topics/t/partitions/0/state",
+        "x/y",
+        "/x//y",
+        "/x/",
+        "//x",
+        "/.x/y",
+        "/x/.y",
+    ]
+    for path in paths:
+        assert chrooted(root, path) == _prefix_root(root, path), path
+    for bad in ("/x/./y", "/x/../y", "/x/.."):
+        with pytest.raises(ValueError, match="relative paths not allowed"):
+            chrooted(root, bad)
+
+
+def test_a_fenced_multi_in_a_chroot_creates_sets_checks_and_deletes(
+    zookeeper_server: ZooKeeperServer, zk: KafkaZkClient
+) -> None:
+    _, epoch_zk_version = _controller(zk)
+    zk.fenced_multi(
+        epoch_zk_version,
+        [CreateOp("/m"), CreateOp("/m/a", b"1"), CreateOp("/m/b", b"2"), SetDataOp("/m/a", b"3", 0)],
+    )
+    zk.fenced_multi(epoch_zk_version, [CheckOp("/m/a", 1), DeleteOp("/m/b")])
+    root = zk.connect_string.chroot
+    assert root
+    raw = KazooClient(hosts=zookeeper_server.connect_string)
+    raw.start(timeout=10)
+    try:
+        # the writes landed below the chroot, with the data and versions the multi gave them
+        data, stat = raw.get(root + "/m/a")
+        assert (data, stat.version) == (b"3", 1)
+        assert raw.exists(root + "/m/b") is None
+        assert raw.exists("/m") is None
+    finally:
+        raw.stop()
+        raw.close()
 
 
 def test_leader_conditional_isr_update(zk: KafkaZkClient) -> None:

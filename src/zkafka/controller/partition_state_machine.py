@@ -154,7 +154,9 @@ class PartitionStateMachine:
     def _change_state(self, tp: TopicPartition, target: PartitionState) -> None:
         ctx = self.core.context
         previous = ctx.partition_state(tp)
-        if previous is not target:
+        # the check first: the enums' `.value` arguments cost more than the disabled call, and
+        # this runs per replica and partition of every new topic
+        if previous is not target and state_change_log.isEnabledFor(logging.DEBUG):
             state_change_log.debug("partition %s: %s -> %s", tp, previous.value, target.value)
         ctx.partition_states[tp] = target
 

@@ -101,7 +101,9 @@ class ReplicaStateMachine:
     def _change_state(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
         ctx = self.core.context
         previous = ctx.replica_state(replica)
-        if previous is not target:
+        # the check first: the enums' `.value` arguments cost more than the disabled call, and
+        # this runs per replica and partition of every new topic
+        if previous is not target and state_change_log.isEnabledFor(logging.DEBUG):
             state_change_log.debug("replica %s: %s -> %s", replica, previous.value, target.value)
         ctx.replica_states[replica] = target
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from kazoo.client import TransactionRequest
 from kazoo.exceptions import RolledBackError, RuntimeInconsistency, ZookeeperError
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
 from kazoo.security import ACL
 
 from zkafka.zk.model import ANY_VERSION
@@ -26,6 +28,7 @@ __all__ = [
     "Op",
     "SetDataOp",
     "apply_ops",
+    "chrooted",
     "first_failure",
 ]
 
@@ -61,19 +64,37 @@ Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 
 
 def apply_ops(tx: TransactionRequest, ops: Sequence[Op], acls: Callable[[str], list[ACL]]) -> None:
-    """Add `ops` to `tx`; a created znode gets `acls(path)` (the session's `zookeeper.set.acl` choice)."""
+    """Add `ops` to `tx`; a created znode gets `acls(path)` (the session's `zookeeper.set.acl` choice).
+
+    The kazoo requests are built here rather than through `tx.create` & co.: those re-check every
+    argument's type, log each operation and re-normalise the chroot and the path (`normpath`, `join`
+    twice per operation), ~40 us per operation, i.e. most of the controller's client CPU when a
+    topic creation writes 30,000 znodes. The path is prefixed as kazoo does (`chrooted`)."""
+    root = tx.client.chroot or ""
+    add = tx.operations.append
+    tx._check_tx_state()  # a committed transaction refuses more operations, as tx.create would
     for op in ops:
         match op:
             case CreateOp():
-                tx.create(op.path, op.data, acl=acls(op.path), ephemeral=op.ephemeral, sequence=op.sequential)
+                flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
+                add(Create(chrooted(root, op.path), op.data, acls(op.path), flags))
             case SetDataOp():
-                tx.set_data(op.path, op.data, op.version)
+                add(SetData(chrooted(root, op.path), op.data, op.version))
             case DeleteOp():
-                tx.delete(op.path, op.version)
+                add(Delete(chrooted(root, op.path), op.version))
             case CheckOp():
-                tx.check(op.path, op.version)
+                add(CheckVersion(chrooted(root, op.path), op.version))
             case _:
                 raise TypeError(f"not a ZooKeeper operation: {op!r}")
+
+
+def chrooted(root: str, path: str) -> str:
+    """`path` below kazoo's normalised chroot `root` ("" for none), exactly as kazoo's
+    `_prefix_root`: a canonical absolute path (what the znode builders make) is concatenated, anything
+    else (relative, `//`, a trailing `/`, `.` components) goes through kazoo's normalisation."""
+    if path[:1] == "/" and path[-1:] != "/" and "//" not in path and "/." not in path:
+        return root + path
+    return _prefix_root(root, path)
 
 
 @dataclass(frozen=True)
