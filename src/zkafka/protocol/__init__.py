@@ -23,10 +23,12 @@ ProduceRequest``), `ErrorCode`, and the advertised table in `api_versions`.
 
 from zkafka.protocol.api_keys import ApiKey
 from zkafka.protocol.codec import (
+    EncodedRequest,
     decode_body,
     decode_request,
     decode_response,
     encode_body,
+    encode_once,
     encode_request,
     encode_response,
     encode_response_parts,
@@ -60,6 +62,7 @@ __all__ = [
     "DecodeError",
     "DeferredRecords",
     "EncodeError",
+    "EncodedRequest",
     "ErrorCode",
     "KafkaError",
     "MalformedRequestError",
@@ -75,6 +78,7 @@ __all__ = [
     "decode_request",
     "decode_response",
     "encode_body",
+    "encode_once",
     "encode_request",
     "encode_response",
     "encode_response_parts",

@@ -238,16 +238,69 @@ def _finish_frame(out: bytearray) -> bytearray:
 # -- requests -------------------------------------------------------------------------------------
 
 
+class EncodedRequest(Message):
+    """A request body encoded once, to be sent as it is, perhaps to many brokers (the controller's
+    UpdateMetadata: the same partition states for every broker, only the broker epoch differs).
+    Made by `encode_once`; `with_int64_at` gives a copy with one fixed-position int64 replaced.
+    Its class carries the request's API_KEY and API_NAME, so code that reads them off the type
+    (connections, the controller's channels) treats it like the request it was made from."""
+
+    __slots__ = ("body", "version")
+    KIND = "request"
+
+    def __init__(self, body: bytes, version: int) -> None:
+        self.body = body
+        self.version = version
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, EncodedRequest)
+        return (self.body, self.version) == (other.body, other.version)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(v{self.version}, {len(self.body)} bytes)"
+
+    def with_int64_at(self, offset: int, value: int) -> EncodedRequest:
+        if not 0 <= offset <= len(self.body) - 8:
+            raise EncodeError(f"no int64 at byte {offset} of a {len(self.body)}-byte body")
+        body = bytearray(self.body)
+        _INT64.pack_into(body, offset, value)
+        return type(self)(bytes(body), self.version)
+
+
+_INT64: Final = struct.Struct(">q")
+_encoded_request_types: dict[int, type[EncodedRequest]] = {}
+
+
+def encode_once(request: Message, version: int) -> EncodedRequest:
+    """`request`'s body at `version`, encoded now (an EncodeError is raised here, not when sent)."""
+    cls = type(request)
+    if cls.KIND != "request":
+        raise EncodeError(f"{cls.__qualname__} is not a request")
+    kind = _encoded_request_types.get(cls.API_KEY)
+    if kind is None:
+        namespace = {"__slots__": (), "API_KEY": cls.API_KEY, "API_NAME": cls.API_NAME}
+        kind = type(f"Encoded{cls.__name__}", (EncodedRequest,), namespace)
+        _encoded_request_types[cls.API_KEY] = kind
+    return kind(bytes(encode_body(request, version)), version)
+
+
 def encode_request(header: RequestHeader, request: Message) -> bytearray:
     """A complete request frame (size prefix included) for `header.api_version`."""
     cls = type(request)
     if cls.KIND != "request" or header.api_key != cls.API_KEY:
         raise EncodeError(f"{cls.__qualname__} does not match api key {header.api_key} of the header")
+    if isinstance(request, EncodedRequest) and request.version != header.api_version:
+        raise EncodeError(f"{cls.__qualname__} was encoded at v{request.version}, not v{header.api_version}")
     out = bytearray(4)
     try:
         headers.write_request_header(out, header)
     except (struct.error, TypeError, AttributeError, ValueError) as exc:
         raise EncodeError(f"bad request header {header}: {exc}") from exc
+    if isinstance(request, EncodedRequest):
+        out += request.body
+        return _finish_frame(out)
     return _finish_frame(_encode_into(request, header.api_version, out, None))
 
 
