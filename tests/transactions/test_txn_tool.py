@@ -360,12 +360,27 @@ def three_brokers(
         yield c
 
 
-async def _placement(bootstrap: str, topic: str, partition: int) -> tuple[int, tuple[int, ...]]:
-    """(leader, replicas) of one partition."""
-    async with TransactionAdmin(bootstrap) as admin:
-        meta = await admin.cluster.refresh([topic])
-        p = meta.topics[topic].partitions[partition]
-        return p.leader, p.replicas
+async def _placement(bootstraps: list[str], topic: str, partition: int) -> tuple[int, tuple[int, ...]]:
+    """(leader, replicas) of one partition once every broker's Metadata names its leader.
+
+    CreateTopics answers once the broker it went to knows the leaders (Kafka's
+    DelayedCreatePartitions); the others learn them from the controller's UpdateMetadata a moment
+    later, so a client that asks one of them first may not find the topic yet (Kafka's tests wait
+    the same way: TestUtils.waitUntilMetadataIsPropagated)."""
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for bootstrap in bootstraps:
+        async with TransactionAdmin(bootstrap) as admin:
+            while True:
+                meta = await admin.cluster.refresh([topic])
+                known = meta.topics.get(topic)
+                if known is not None and partition in known.partitions:
+                    p = known.partitions[partition]
+                    if p.leader >= 0:
+                        seen.add((p.leader, tuple(p.replicas)))
+                        break
+                await asyncio.sleep(0.1)
+    [placement] = seen  # every broker tells the same
+    return placement
 
 
 def test_on_three_brokers_abort_reaches_the_leader_and_broker_id_scopes_the_search(
@@ -373,7 +388,9 @@ def test_on_three_brokers_abort_reaches_the_leader_and_broker_id_scopes_the_sear
 ) -> None:
     c = three_brokers
     topic = _topic(c, partitions=3, replication_factor=2)
-    leader, replicas = asyncio.run(asyncio.wait_for(_placement(c.bootstrap_servers, topic, 1), 60))
+    leader, replicas = asyncio.run(
+        asyncio.wait_for(_placement([b.bootstrap for b in c.brokers.values()], topic, 1), 60)
+    )
     [outsider] = [b for b in c.brokers if b not in replicas]
     via = c.brokers[next(b for b in c.brokers if b != leader)].bootstrap  # the tool starts elsewhere
     txn_id = f"hang-{uuid.uuid4().hex[:8]}"
