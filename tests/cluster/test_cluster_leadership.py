@@ -4,6 +4,7 @@ controlled shutdown a SIGTERM triggers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,9 @@ from cluster_helpers import (
     zkafka_cli,
 )
 
+from zkafka.client.connection import BrokerConnection
 from zkafka.local.zookeeper import ZooKeeperServer
+from zkafka.protocol.messages import MetadataRequest
 
 SPREAD = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
 """Each broker is the preferred leader of one partition."""
@@ -40,6 +43,24 @@ def _wait_full_isr(cluster: Cluster, topic: str) -> None:
         cluster.wait_isr(topic, p, set(replicas))
 
 
+def _metadata_partition(cluster: Cluster, via: int, topic: str, version: int) -> tuple[int, ...]:
+    """(error, leader, replicas..., -1, isr..., -1, offline...) of partition 0 as `via` answers
+    Metadata at `version`."""
+
+    async def ask() -> tuple[int, ...]:
+        conn = await BrokerConnection.open("127.0.0.1", cluster.local.brokers[via].port)
+        try:
+            topics = [MetadataRequest.MetadataRequestTopic(name=topic)]
+            response = await conn.send(MetadataRequest(topics=topics), version=version)
+        finally:
+            conn.close()
+        [p] = [p for p in response.topics[0].partitions if p.partition_index == 0]
+        offline = tuple(p.offline_replicas) if version >= 5 else ()
+        return (p.error_code, p.leader_id, *p.replica_nodes, -1, *p.isr_nodes, -1, *offline)
+
+    return asyncio.run(asyncio.wait_for(ask(), 30))
+
+
 def test_leader_election_cli_restores_preferred_leaders(
     zookeeper_server: ZooKeeperServer, tmp_path: Path
 ) -> None:
@@ -50,6 +71,13 @@ def test_leader_election_cli_restores_preferred_leaders(
         epoch_before = cluster.state(topic, 0)["leader_epoch"]
         cluster.kill(1)
         wait_for(lambda: cluster.leader(topic, 0) == 2, 30, "partition 0 to fail over to broker 2")
+        # Kafka's MetadataCache: v1+ lists every assigned replica and names the dead one offline (v5+);
+        # v0 leaves it out and says REPLICA_NOT_AVAILABLE (9), since its clients could not tell.
+        told = (0, 2, 1, 2, 3, -1, 2, 3, -1, 1)
+        for via in (2, 3):
+            wait_for(lambda v=via: _metadata_partition(cluster, v, topic, 9) == told, 30, f"{via}'s cache")
+            assert _metadata_partition(cluster, via, topic, 1) == (0, 2, 1, 2, 3, -1, 2, 3, -1)
+            assert _metadata_partition(cluster, via, topic, 0) == (9, 2, 2, 3, -1, 2, 3, -1)
         cluster.start(1)
         _wait_full_isr(cluster, topic)
         assert _leaders(cluster, topic) == {0: 2, 1: 2, 2: 3}  # broker 1 is back but leads nothing

@@ -163,13 +163,21 @@ def _answer(ctx: RequestContext, asked: _Asked, created: list[str] | tuple[()]) 
             continue
         out_parts = []
         for p in sorted(parts.values(), key=lambda p: p.partition):
-            live_isr = [r for r in p.isr if cache.alive(r)]
-            offline = [r for r in p.replicas if not cache.alive(r)]
+            # Kafka's MetadataCache: replicas and ISR as the controller last sent them, except at v0,
+            # whose clients cannot tell a dead replica from a live one without it being left out
+            # (and REPLICA_NOT_AVAILABLE said). Offline: what the controller reported (dead brokers,
+            # failed log dirs), plus any replica whose broker this cache already knows is gone.
+            gone = [r for r in p.replicas if not cache.alive(r)]
+            offline = [r for r in p.replicas if r in p.offline_replicas or r in gone]
+            replicas, isr = list(p.replicas), list(p.isr)
             error = ErrorCode.NONE
             leader = p.leader
+            if ctx.api_version == 0 and gone:
+                replicas = [r for r in replicas if r not in gone]
+                isr = [r for r in isr if cache.alive(r)]
             if leader < 0 or not cache.alive(leader):
                 error, leader = ErrorCode.LEADER_NOT_AVAILABLE, -1
-            elif ctx.api_version == 0 and offline:
+            elif ctx.api_version == 0 and (len(replicas) < len(p.replicas) or len(isr) < len(p.isr)):
                 error = ErrorCode.REPLICA_NOT_AVAILABLE
             out_parts.append(
                 Resp.MetadataResponsePartition(
@@ -177,8 +185,8 @@ def _answer(ctx: RequestContext, asked: _Asked, created: list[str] | tuple[()]) 
                     partition_index=p.partition,
                     leader_id=leader,
                     leader_epoch=p.leader_epoch,
-                    replica_nodes=list(p.replicas),
-                    isr_nodes=live_isr,
+                    replica_nodes=replicas,
+                    isr_nodes=isr,
                     offline_replicas=offline,
                 )
             )
