@@ -46,7 +46,7 @@ from zkafka.server.broker_metrics import (
 from zkafka.server.client_quotas import EXPIRY_INTERVAL_S, ClientQuotas
 from zkafka.server.controlled_shutdown import ControlledShutdown
 from zkafka.server.coordinator_service import CoordinatorService
-from zkafka.server.dynamic_config import DynamicBrokerConfig
+from zkafka.server.dynamic_config import DynamicBrokerConfig, startup_config
 from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.isr import IsrManager
 from zkafka.server.lag_reporter import LagReporter
@@ -119,7 +119,7 @@ class Broker:
             zk.keep_until_close([zk.watcher.add_session_listener(zk_metrics.on_session_event)])
         self.registration = identity = await BrokerRegistration.identify(zk, cfg)
         broker_id = identity.broker_id
-        self.log_manager = logs = await open_logs(cfg, identity, zk)
+        self.log_manager = logs = await open_logs(await startup_config(cfg, broker_id, zk), identity, zk)
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         if metrics is not None:
             replicas.on_topic_gone = metrics.forget

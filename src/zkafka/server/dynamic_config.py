@@ -14,7 +14,9 @@ applies at run time:
   `max.connection.creation.rate`: the connection quotas of every listener.
 
 The thread-pool and cleaner keys (`num.io.threads`, `log.cleaner.threads`, ...) are accepted, kept
-and described, and take effect at the next restart (zkafka's pools are sized at start-up).
+and described, and take effect at the next restart (zkafka's pools are sized at start-up). The
+dynamic configs are read once before the logs are loaded (`startup_config`, Kafka's order), so
+`num.recovery.threads.per.data.dir` and the log defaults set at run time apply to that load.
 
 Changes arrive as `/config/changes` notifications naming `brokers/<id>` or `brokers/<default>`
 (any broker, or a tool, may write one); the broker that handled an AlterConfigs also reloads at
@@ -76,6 +78,45 @@ CONNECTION_KEYS = (
     "max.connections.per.ip.overrides",
     "max.connection.creation.rate",
 )
+
+
+async def read_dynamic_broker_configs(zk: ZooKeeper, broker_id: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(cluster-wide default, this broker's own) dynamic configs as stored, without the keys and
+    values Kafka would refuse (each logged and skipped, so one bad entry spoils nothing else)."""
+    found = await zk.run(
+        KafkaZkClient.get_entity_configs, ConfigType.BROKER, [DEFAULT_ENTITY, str(broker_id)]
+    )
+    return (
+        _usable(found.get(DEFAULT_ENTITY, {}), DEFAULT_ENTITY),
+        _usable(found.get(str(broker_id), {}), str(broker_id)),
+    )
+
+
+async def startup_config(static: BrokerConfig, broker_id: int, zk: ZooKeeper) -> BrokerConfig:
+    """The configuration to load the logs with: server.properties under the dynamic configs, read
+    before anything is opened, as Kafka's DynamicBrokerConfig.initialize does, so that the log
+    defaults and `num.recovery.threads.per.data.dir` set at run time hold from the start. A stored
+    combination Kafka would refuse leaves the static config (reload logs it again later)."""
+    defaults, per_broker = await read_dynamic_broker_configs(zk, broker_id)
+    try:
+        return static.with_overrides({**defaults, **per_broker})
+    except ConfigError:
+        return static
+
+
+def _usable(stored: Mapping[str, str], entity: str) -> dict[str, str]:
+    out = {}
+    for key, value in stored.items():
+        if key not in DYNAMIC_BROKER_CONFIGS:
+            log.warning("/config/brokers/%s: ignoring %s (not a dynamic broker config)", entity, key)
+            continue
+        try:
+            BROKER_CONFIG_KEYS[key].parse(value)
+        except ConfigError as e:
+            log.warning("/config/brokers/%s: ignoring %s: %s", entity, key, e)
+            continue
+        out[key] = value
+    return out
 
 
 class DynamicConfigError(ValueError):
@@ -178,11 +219,7 @@ class DynamicBrokerConfig:
 
     async def reload(self) -> None:
         """Read both znodes and apply what changed (bad stored values are logged and skipped)."""
-        found = await self._zk.run(
-            KafkaZkClient.get_entity_configs, ConfigType.BROKER, [DEFAULT_ENTITY, str(self.broker_id)]
-        )
-        defaults = self._usable(found.get(DEFAULT_ENTITY, {}), DEFAULT_ENTITY)
-        per_broker = self._usable(found.get(str(self.broker_id), {}), str(self.broker_id))
+        defaults, per_broker = await read_dynamic_broker_configs(self._zk, self.broker_id)
         try:
             new = self._effective(defaults, per_broker)
         except DynamicConfigError as e:
@@ -194,20 +231,6 @@ class DynamicBrokerConfig:
         if (defaults, per_broker) != (self._logged):
             self._logged = (defaults, per_broker)
             log.info("dynamic broker configs: default %s, broker %d %s", defaults, self.broker_id, per_broker)
-
-    def _usable(self, stored: Mapping[str, str], entity: str) -> dict[str, str]:
-        out = {}
-        for key, value in stored.items():
-            if key not in DYNAMIC_BROKER_CONFIGS:
-                log.warning("/config/brokers/%s: ignoring %s (not a dynamic broker config)", entity, key)
-                continue
-            try:
-                BROKER_CONFIG_KEYS[key].parse(value)
-            except ConfigError as e:
-                log.warning("/config/brokers/%s: ignoring %s: %s", entity, key, e)
-                continue
-            out[key] = value
-        return out
 
     async def _apply(self, old: BrokerConfig, new: BrokerConfig) -> None:
         if self._on_reconfigure is not None:

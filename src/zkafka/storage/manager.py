@@ -222,7 +222,13 @@ class LogManager:
         if count == 0:
             log.info("no logs in %s yet", log_dir)  # a fresh dir: no shutdown, clean or not, to report
         else:
-            log.info("loaded %d logs from %s (clean shutdown: %s)", count, log_dir, clean)
+            log.info(
+                "loaded %d logs from %s (clean shutdown: %s, %d recovery threads)",
+                count,
+                log_dir,
+                clean,
+                self.recovery_threads,
+            )
 
     def _abort_startup(self) -> None:
         for lg in self._logs.values():
