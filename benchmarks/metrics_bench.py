@@ -59,16 +59,24 @@ def bump_costs(rounds: int) -> dict[str, float]:
     def completed(n: int) -> None:
         call = requests.completed
         for _ in range(n):
-            call("Produce", 9, "NONE", queue_ms=0.05, local_ms=0.4, remote_ms=2.0, throttle_ms=0.0,
-                 total_ms=2.5)
+            call(
+                "Produce",
+                9,
+                "NONE",
+                queue_ms=0.05,
+                local_ms=0.4,
+                remote_ms=2.0,
+                throttle_ms=0.0,
+                total_ms=2.5,
+            )
 
     loop = per_call_ns(empty, rounds)
     return {
         "bare dict increment (floor)": per_call_ns(bare, rounds) - loop,
         "Counter.inc() (unlabelled)": per_call_ns(counter_inc, rounds) - loop,
         "TopicMetrics.produced (per batch: 2 counters)": per_call_ns(produced, rounds) - loop,
-        "RequestMetrics.completed (per request: 2 counters, 5 histograms)":
-            per_call_ns(completed, rounds) - loop,
+        "RequestMetrics.completed (per request: 2 counters, 5 histograms)": per_call_ns(completed, rounds)
+        - loop,
     }
 
 
@@ -79,8 +87,11 @@ def big_registry(partitions: int, topic_count: int) -> Registry:
         (f"topic-{i // per_topic}", str(i % per_topic)): (i * 1_000_003, i * 7, i * 11)
         for i in range(partitions)
     }
-    for name, index in (("kafka_log_log_size", 0), ("kafka_log_log_logstartoffset", 1),
-                        ("kafka_log_log_logendoffset", 2)):
+    for name, index in (
+        ("kafka_log_log_size", 0),
+        ("kafka_log_log_logstartoffset", 1),
+        ("kafka_log_log_logendoffset", 2),
+    ):
         registry.register(name, lambda index=index: ((key, v[index]) for key, v in logs.items()))
     topics, requests = TopicMetrics(registry), RequestMetrics(registry)
     for t in range(topic_count):
@@ -89,8 +100,9 @@ def big_registry(partitions: int, topic_count: int) -> Registry:
         topics.fetched(f"topic-{t}", 100_000, follower=True)
     for api in range(40):
         for version in range(3):
-            requests.completed(f"Api{api}", version, "NONE", queue_ms=0.1, local_ms=1, remote_ms=5,
-                               throttle_ms=0, total_ms=6)
+            requests.completed(
+                f"Api{api}", version, "NONE", queue_ms=0.1, local_ms=1, remote_ms=5, throttle_ms=0, total_ms=6
+            )
     register_process_metrics(registry)
     return registry
 
@@ -120,8 +132,10 @@ def main() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
     series = sum(len(f.samples) for f in text_string_to_metric_families(registry.render()))
-    print(f"scrape of {args.partitions} partitions, {args.topics} topics: {ms:.1f} ms, "
-          f"{size / 1e6:.1f} MB, {series} samples (parsed back by prometheus_client)")
+    print(
+        f"scrape of {args.partitions} partitions, {args.topics} topics: {ms:.1f} ms, "
+        f"{size / 1e6:.1f} MB, {series} samples (parsed back by prometheus_client)"
+    )
 
 
 if __name__ == "__main__":

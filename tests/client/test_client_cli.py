@@ -67,9 +67,10 @@ def test_topics_create_list_describe_alter_delete(cluster: LocalCluster) -> None
                             "cleanup.policy=compact", "--delete-config", "retention.ms"))  # fmt: skip
     assert altered == f"Completed updating config for topic {name}.\n"
     overridden = ok(zkafka_cli("topics", "--bootstrap-server", b, "--describe", "--topics-with-overrides"))
-    assert overridden.splitlines() == [
-        line for line in overridden.splitlines() if line.startswith("Topic: ")
-    ] and f"Topic: {name}\t" in overridden
+    assert (
+        overridden.splitlines() == [line for line in overridden.splitlines() if line.startswith("Topic: ")]
+        and f"Topic: {name}\t" in overridden
+    )
     # one broker, min.insync.replicas=2 on the topic: every partition is below it
     ok(zkafka_cli("topics", "--bootstrap-server", b, "--alter", "--topic", name,
                   "--config", "min.insync.replicas=2"))  # fmt: skip

@@ -141,7 +141,14 @@ def test_every_row_is_consistent() -> None:
     for name, row in BROKER_CONFIG_KEYS.items():
         assert row.doc and "\n" not in row.doc
         assert row.type.kafka_type in {
-            "INT", "LONG", "SHORT", "DOUBLE", "BOOLEAN", "STRING", "LIST", "PASSWORD"
+            "INT",
+            "LONG",
+            "SHORT",
+            "DOUBLE",
+            "BOOLEAN",
+            "STRING",
+            "LIST",
+            "PASSWORD",
         }
         if row.default is not None:  # Kafka's default is itself a valid value, and formats canonically
             text = row.format(row.default)
@@ -197,14 +204,18 @@ def test_zookeeper_connect_is_kept_raw() -> None:
 
 
 def test_values_are_trimmed_and_normalised() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "num.partitions": " 3 ",
-        "log.cleanup.policy": "Compact, delete",
-        "compression.type": "ZSTD",
-        "unclean.leader.election.enable": "TRUE",
-        "log.cleaner.min.cleanable.ratio": "0.25",
-        "broker.rack": " r1 ",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "num.partitions": " 3 ",
+                "log.cleanup.policy": "Compact, delete",
+                "compression.type": "ZSTD",
+                "unclean.leader.election.enable": "TRUE",
+                "log.cleaner.min.cleanable.ratio": "0.25",
+                "broker.rack": " r1 ",
+            }
+        )
+    )
     assert config.num_partitions == 3
     assert config.log_cleanup_policy == ("compact", "delete")
     assert config.compression_type == "zstd"
@@ -219,12 +230,18 @@ def test_values_are_trimmed_and_normalised() -> None:
 def test_unknown_key_warns_and_loads(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="zkafka.config"):
         config = BrokerConfig.from_properties(
-            props(**{"ssl.keystore.lokation": "/ks", "num.partitions": "2",
-                     "listener.name.sasl_ssl.ssl.key.password": "secret"})
+            props(
+                **{
+                    "ssl.keystore.lokation": "/ks",
+                    "num.partitions": "2",
+                    "listener.name.sasl_ssl.ssl.key.password": "secret",
+                }
+            )
         )
     assert config.num_partitions == 2
     assert config.unknown_properties == (
-        ("ssl.keystore.lokation", "/ks"), ("listener.name.sasl_ssl.ssl.key.password", "secret")
+        ("ssl.keystore.lokation", "/ks"),
+        ("listener.name.sasl_ssl.ssl.key.password", "secret"),
     )
     warnings = [r for r in caplog.records if r.name == "zkafka.config" and r.levelno == logging.WARNING]
     # per-listener keys are Kafka's dynamic prefixes: kept without a warning
@@ -235,8 +252,13 @@ def test_password_keys_are_never_shown() -> None:
     from zkafka.config.broker import is_sensitive
 
     config = BrokerConfig.from_properties(
-        props(**{"ssl.key.password": "s3cret", "sasl.jaas.config": "x required password=\"s3cret\";",
-                 "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "y"})
+        props(
+            **{
+                "ssl.key.password": "s3cret",
+                "sasl.jaas.config": 'x required password="s3cret";',
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "y",
+            }
+        )
     )
     assert "s3cret" not in repr(config)
     described = {k: (v, d) for k, v, d in config.describe()}
@@ -355,23 +377,44 @@ def test_bad_value_names_key_value_and_expectation(key: str, value: str, expecte
 @pytest.mark.parametrize(
     ("key", "value", "error_key", "expected"),
     [
-        ("listeners", "SSL://:9093", "security.inter.broker.protocol",
-         "a listener name in advertised.listeners (SSL), got 'PLAINTEXT'"),
-        ("listeners", "PLAINTEXT://0.0.0.0:9092", "advertised.listeners",
-         "a routable host, not the meta-address 0.0.0.0 or ::, got 'PLAINTEXT://0.0.0.0:9092': "
-         "advertised.listeners is unset, so it defaults to listeners"),
-        ("replica.socket.timeout.ms", "100", "replica.fetch.wait.max.ms",
-         "at most replica.socket.timeout.ms (100), got '500'"),
-        ("replica.lag.time.max.ms", "100", "replica.fetch.wait.max.ms",
-         "at most replica.lag.time.max.ms (100), got '500'"),
-        ("listener.security.protocol.map", "SSL:SSL", "listeners",
-         "listener names that listener.security.protocol.map knows, got 'PLAINTEXT://:9092': "
-         "listener PLAINTEXT has no entry in listener.security.protocol.map"),
+        (
+            "listeners",
+            "SSL://:9093",
+            "security.inter.broker.protocol",
+            "a listener name in advertised.listeners (SSL), got 'PLAINTEXT'",
+        ),
+        (
+            "listeners",
+            "PLAINTEXT://0.0.0.0:9092",
+            "advertised.listeners",
+            "a routable host, not the meta-address 0.0.0.0 or ::, got 'PLAINTEXT://0.0.0.0:9092': "
+            "advertised.listeners is unset, so it defaults to listeners",
+        ),
+        (
+            "replica.socket.timeout.ms",
+            "100",
+            "replica.fetch.wait.max.ms",
+            "at most replica.socket.timeout.ms (100), got '500'",
+        ),
+        (
+            "replica.lag.time.max.ms",
+            "100",
+            "replica.fetch.wait.max.ms",
+            "at most replica.lag.time.max.ms (100), got '500'",
+        ),
+        (
+            "listener.security.protocol.map",
+            "SSL:SSL",
+            "listeners",
+            "listener names that listener.security.protocol.map knows, got 'PLAINTEXT://:9092': "
+            "listener PLAINTEXT has no entry in listener.security.protocol.map",
+        ),
         ("reserved.broker.max.id", "5", "broker.id", None),
     ],
 )
-def test_cross_key_errors_name_the_conflicting_key(key: str, value: str, error_key: str,
-                                                   expected: str | None) -> None:
+def test_cross_key_errors_name_the_conflicting_key(
+    key: str, value: str, error_key: str, expected: str | None
+) -> None:
     given = props(**{key: value})
     if error_key == "broker.id":
         given["broker.id"] = "6"
@@ -403,21 +446,30 @@ def test_broker_id_rules() -> None:
 
 def test_both_inter_broker_settings_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"^inter\.broker\.listener\.name: expected no value when"):
-        BrokerConfig.from_properties(props(**{
-            "inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT",
-        }))
+        BrokerConfig.from_properties(
+            props(
+                **{
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "security.inter.broker.protocol": "PLAINTEXT",
+                }
+            )
+        )
 
 
 # -- listeners -----------------------------------------------------------------------------------
 
 
 def test_listeners_with_custom_names_and_ipv6() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "listeners": "client://[::1]:9092, REPLICATION://10.0.0.1:9093, local://:0",
-        "advertised.listeners": "CLIENT://[::1]:9092,REPLICATION://broker1:9093,LOCAL://:0",
-        "listener.security.protocol.map": "CLIENT:SASL_SSL, REPLICATION:PLAINTEXT, local:plaintext",
-        "inter.broker.listener.name": "replication",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "listeners": "client://[::1]:9092, REPLICATION://10.0.0.1:9093, local://:0",
+                "advertised.listeners": "CLIENT://[::1]:9092,REPLICATION://broker1:9093,LOCAL://:0",
+                "listener.security.protocol.map": "CLIENT:SASL_SSL, REPLICATION:PLAINTEXT, local:plaintext",
+                "inter.broker.listener.name": "replication",
+            }
+        )
+    )
     assert config.listeners == (
         Endpoint("CLIENT", "::1", 9092, "SASL_SSL"),
         Endpoint("REPLICATION", "10.0.0.1", 9093, "PLAINTEXT"),
@@ -443,24 +495,37 @@ def test_advertised_defaults_to_listeners() -> None:
 
 
 def test_advertised_may_be_a_subset_and_share_ports() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "listeners": "PLAINTEXT://:9092,SSL://:9093",
-        "advertised.listeners": "PLAINTEXT://lb.example.com:443",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "listeners": "PLAINTEXT://:9092,SSL://:9093",
+                "advertised.listeners": "PLAINTEXT://lb.example.com:443",
+            }
+        )
+    )
     assert [str(e) for e in config.advertised_listeners] == ["PLAINTEXT://lb.example.com:443"]
 
 
 def test_same_port_on_ipv4_and_ipv6_and_several_ephemeral_ports() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_PLAINTEXT://:0,SASL_SSL://:0",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "listeners": "PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092,SASL_PLAINTEXT://:0,SASL_SSL://:0",
+            }
+        )
+    )
     assert [e.port for e in config.listeners] == [9092, 9092, 0, 0]
 
 
 def test_binding_all_interfaces_needs_an_advertised_host() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "listeners": "PLAINTEXT://0.0.0.0:9092", "advertised.listeners": "PLAINTEXT://broker1:9092",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "listeners": "PLAINTEXT://0.0.0.0:9092",
+                "advertised.listeners": "PLAINTEXT://broker1:9092",
+            }
+        )
+    )
     assert config.listeners[0].host == "0.0.0.0"
 
 
@@ -472,36 +537,55 @@ def test_log_config_defaults_equal_kafka_topic_defaults() -> None:
 
 
 def test_log_config_mapping() -> None:
-    config = BrokerConfig.from_properties(props(**{
-        "log.segment.bytes": "1000",
-        "log.roll.ms": "2000",
-        "log.roll.jitter.hours": "1",
-        "log.index.size.max.bytes": "4096",
-        "log.index.interval.bytes": "128",
-        "log.retention.minutes": "3",
-        "log.retention.bytes": "99",
-        "log.cleanup.policy": "compact,delete",
-        "log.cleaner.delete.retention.ms": "11",
-        "log.cleaner.min.compaction.lag.ms": "12",
-        "log.cleaner.max.compaction.lag.ms": "13",
-        "log.cleaner.min.cleanable.ratio": "0.75",
-        "log.flush.interval.messages": "14",
-        "log.flush.interval.ms": "15",
-        "log.segment.delete.delay.ms": "16",
-        "message.max.bytes": "17",
-        "log.message.timestamp.type": "LogAppendTime",
-        "log.preallocate": "true",
-        "min.insync.replicas": "2",
-        "unclean.leader.election.enable": "true",
-        "compression.type": "lz4",
-    }))
+    config = BrokerConfig.from_properties(
+        props(
+            **{
+                "log.segment.bytes": "1000",
+                "log.roll.ms": "2000",
+                "log.roll.jitter.hours": "1",
+                "log.index.size.max.bytes": "4096",
+                "log.index.interval.bytes": "128",
+                "log.retention.minutes": "3",
+                "log.retention.bytes": "99",
+                "log.cleanup.policy": "compact,delete",
+                "log.cleaner.delete.retention.ms": "11",
+                "log.cleaner.min.compaction.lag.ms": "12",
+                "log.cleaner.max.compaction.lag.ms": "13",
+                "log.cleaner.min.cleanable.ratio": "0.75",
+                "log.flush.interval.messages": "14",
+                "log.flush.interval.ms": "15",
+                "log.segment.delete.delay.ms": "16",
+                "message.max.bytes": "17",
+                "log.message.timestamp.type": "LogAppendTime",
+                "log.preallocate": "true",
+                "min.insync.replicas": "2",
+                "unclean.leader.election.enable": "true",
+                "compression.type": "lz4",
+            }
+        )
+    )
     assert config.log_config() == LogConfig(
-        segment_bytes=1000, segment_ms=2000, segment_jitter_ms=3600000, segment_index_bytes=4096,
-        index_interval_bytes=128, retention_ms=180000, retention_bytes=99,
-        cleanup_policy=frozenset({"compact", "delete"}), delete_retention_ms=11, min_compaction_lag_ms=12,
-        max_compaction_lag_ms=13, min_cleanable_dirty_ratio=0.75, flush_messages=14, flush_ms=15,
-        file_delete_delay_ms=16, max_message_bytes=17, message_timestamp_type="LogAppendTime",
-        preallocate=True, min_insync_replicas=2, unclean_leader_election_enable=True, compression_type="lz4",
+        segment_bytes=1000,
+        segment_ms=2000,
+        segment_jitter_ms=3600000,
+        segment_index_bytes=4096,
+        index_interval_bytes=128,
+        retention_ms=180000,
+        retention_bytes=99,
+        cleanup_policy=frozenset({"compact", "delete"}),
+        delete_retention_ms=11,
+        min_compaction_lag_ms=12,
+        max_compaction_lag_ms=13,
+        min_cleanable_dirty_ratio=0.75,
+        flush_messages=14,
+        flush_ms=15,
+        file_delete_delay_ms=16,
+        max_message_bytes=17,
+        message_timestamp_type="LogAppendTime",
+        preallocate=True,
+        min_insync_replicas=2,
+        unclean_leader_election_enable=True,
+        compression_type="lz4",
     )
     # The derived values pass the storage layer's own topic-level checks.
     derived = config.log_config()
@@ -531,7 +615,8 @@ def test_describe_lists_every_key_with_source() -> None:
     assert described["log.cleanup.policy"] == ("delete", True)
     assert described["zookeeper.connect"] == ("127.0.0.1:2181/kafka", False)
     assert described["listener.security.protocol.map"] == (
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", True,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        True,
     )
 
 

@@ -57,8 +57,10 @@ HAND_WRITTEN = [
 
 def _random_props(rng: random.Random) -> dict[str, str]:
     alphabet = "ab =:#!\\\t\n\r\f\x0bé中😀\x00 "
+
     def text(lo: int) -> str:
         return "".join(rng.choice(alphabet) for _ in range(rng.randint(lo, 8)))
+
     return {text(1): text(0) for _ in range(rng.randint(1, 6))}
 
 
@@ -88,6 +90,6 @@ def test_reader_and_writer_agree_with_java(tmp_path: Path) -> None:
     java = _java_read(tmp_path, HAND_WRITTEN + written)
     for text, expected in zip(HAND_WRITTEN, java, strict=False):
         assert parse_properties(text) == expected, text
-    for props, text, expected in zip(generated, written, java[len(HAND_WRITTEN):], strict=True):
+    for props, text, expected in zip(generated, written, java[len(HAND_WRITTEN) :], strict=True):
         assert expected == props, text  # Java reads what we write ...
         assert parse_properties(text) == props  # ... and so do we

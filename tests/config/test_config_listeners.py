@@ -21,10 +21,16 @@ from zkafka.config.listeners import (
         ("SSL://10.1.2.3:9093", Endpoint("SSL", "10.1.2.3", 9093, "SSL"), None),
         ("SASL_SSL://[::1]:9092", Endpoint("SASL_SSL", "::1", 9092, "SASL_SSL"), None),
         ("PLAINTEXT://[fe80::1%eth0]:65535", Endpoint("PLAINTEXT", "fe80::1%eth0", 65535, "PLAINTEXT"), None),
-        ("PLAINTEXT://::1:9092", Endpoint("PLAINTEXT", "::1", 9092, "PLAINTEXT"),  # Kafka accepts it bare
-         "PLAINTEXT://[::1]:9092"),
-        ("  PLAINTEXT://broker-1.example.com:9092 ", Endpoint("PLAINTEXT", "broker-1.example.com", 9092,
-                                                            "PLAINTEXT"), "PLAINTEXT://broker-1.example.com:9092"),
+        (
+            "PLAINTEXT://::1:9092",
+            Endpoint("PLAINTEXT", "::1", 9092, "PLAINTEXT"),  # Kafka accepts it bare
+            "PLAINTEXT://[::1]:9092",
+        ),
+        (
+            "  PLAINTEXT://broker-1.example.com:9092 ",
+            Endpoint("PLAINTEXT", "broker-1.example.com", 9092, "PLAINTEXT"),
+            "PLAINTEXT://broker-1.example.com:9092",
+        ),
     ],
 )
 def test_parse_listener(text: str, endpoint: Endpoint, canonical: str | None) -> None:
@@ -36,9 +42,19 @@ def test_parse_listener(text: str, endpoint: Endpoint, canonical: str | None) ->
 
 @pytest.mark.parametrize(
     "text",
-    ["localhost:9092", "PLAINTEXT://", "PLAINTEXT://host", "PLAINTEXT://host:port", "PLAINTEXT://:65536",
-     "PLAINTEXT://[::1:9092", "PLAINTEXT://[::1]9092", "PLAIN TEXT://:9092", "://:9092",
-     "PLAINTEXT://ho st:1", "CLIENT://:9092"],
+    [
+        "localhost:9092",
+        "PLAINTEXT://",
+        "PLAINTEXT://host",
+        "PLAINTEXT://host:port",
+        "PLAINTEXT://:65536",
+        "PLAINTEXT://[::1:9092",
+        "PLAINTEXT://[::1]9092",
+        "PLAIN TEXT://:9092",
+        "://:9092",
+        "PLAINTEXT://ho st:1",
+        "CLIENT://:9092",
+    ],
 )
 def test_bad_listener(text: str) -> None:
     with pytest.raises(ValueError):
@@ -58,7 +74,9 @@ def test_duplicate_names_and_ports() -> None:
         parse_listeners("PLAINTEXT://a:1,plaintext://b:2")
     with pytest.raises(ValueError, match="same port"):
         check_distinct_ports(parse_listeners("PLAINTEXT://a:1,SSL://b:1"))
-    check_distinct_ports(parse_listeners("PLAINTEXT://127.0.0.1:1,SSL://[::1]:1,SASL_SSL://:0,SASL_PLAINTEXT://:0"))
+    check_distinct_ports(
+        parse_listeners("PLAINTEXT://127.0.0.1:1,SSL://[::1]:1,SASL_SSL://:0,SASL_PLAINTEXT://:0")
+    )
 
 
 def test_meta_addresses() -> None:

@@ -115,7 +115,9 @@ def test_continued_key() -> None:
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_line_terminators(newline: str) -> None:
     assert parse_properties(newline.join(["a=1", "b=2\\", " 3", "# x", "c=4"])) == {
-        "a": "1", "b": "23", "c": "4",
+        "a": "1",
+        "b": "23",
+        "c": "4",
     }
 
 

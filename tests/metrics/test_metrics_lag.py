@@ -64,8 +64,13 @@ def test_one_pass_reports_every_group_metric_through_register_group() -> None:
         )
 
     registry.register_group(
-        ["kafka_consumergroup_lag", "kafka_consumergroup_lag_seconds", "kafka_consumergroup_current_offset",
-         "kafka_consumergroup_members", "kafka_consumergroup_state"],
+        [
+            "kafka_consumergroup_lag",
+            "kafka_consumergroup_lag_seconds",
+            "kafka_consumergroup_current_offset",
+            "kafka_consumergroup_members",
+            "kafka_consumergroup_state",
+        ],
         collect,
     )
     text = registry.render()

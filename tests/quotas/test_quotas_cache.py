@@ -86,8 +86,11 @@ def test_follows_change_notifications(zk: KafkaZkClient) -> None:
     # A version 1 notification (clients only) as pre-2.0 tools wrote it.
     config = {"version": 1, "config": {"producer_byte_rate": "7"}}
     zk.set_or_create("/config/clients/app", json.dumps(config).encode())
-    zk.create(CONFIG_CHANGES.path_prefix, json.dumps(
-        {"version": 1, "entity_type": "clients", "entity_name": "app"}).encode(), sequential=True)
+    zk.create(
+        CONFIG_CHANGES.path_prefix,
+        json.dumps({"version": 1, "entity_type": "clients", "entity_name": "app"}).encode(),
+        sequential=True,
+    )
     listener.process_notifications()
     assert bound(cache, P, "v", "app") == 7.0
 

@@ -129,7 +129,7 @@ def _unescape(raw: str, source: str, line_no: int, *, trim_trailing: bool = Fals
         if e == "u":
             digits = raw[i + 2 : i + 6]
             if not _HEX4.fullmatch(digits):
-                raise PropertiesSyntaxError(source, line_no, f"malformed \\uXXXX escape {raw[i:i + 6]!r}")
+                raise PropertiesSyntaxError(source, line_no, f"malformed \\uXXXX escape {raw[i : i + 6]!r}")
             out.append(chr(int(digits, 16)))
             i += 6
         else:

@@ -17,8 +17,15 @@ RM = "kafka_network_requestmetrics_"
 class TopicMetrics:
     """kafka_server_brokertopicmetrics_* by topic: bumped once per partition batch."""
 
-    __slots__ = ("bytes_in", "bytes_out", "failed_fetch", "failed_produce", "messages_in",
-                 "replication_bytes_in", "replication_bytes_out")
+    __slots__ = (
+        "bytes_in",
+        "bytes_out",
+        "failed_fetch",
+        "failed_produce",
+        "messages_in",
+        "replication_bytes_in",
+        "replication_bytes_out",
+    )
 
     def __init__(self, registry: Registry) -> None:
         # The counters' own dicts, keyed by the bare topic name (see exposition.LabelKey).

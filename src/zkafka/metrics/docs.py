@@ -31,8 +31,13 @@ def markdown() -> str:
     for d in CATALOGUE:
         if d.group != group:
             group = d.group
-            out += ["", f"### {group}", "", "| metric | type | labels | meaning | suggested alert |",
-                    "|---|---|---|---|---|"]
+            out += [
+                "",
+                f"### {group}",
+                "",
+                "| metric | type | labels | meaning | suggested alert |",
+                "|---|---|---|---|---|",
+            ]
         out.append(_row(d))
     out += ["", END]
     return "\n".join(out)

@@ -83,6 +83,8 @@ def _lit(value: object) -> str:
     """A Python literal in the project's style (double-quoted strings)."""
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bytes) and not value:  # repr() would single-quote it
+        return 'b""'
     return repr(value)
 
 

@@ -60,8 +60,8 @@ class AlterUserScramCredentialsRequest(Message):
             name: str = "",
             mechanism: int = 0,
             iterations: int = 0,
-            salt: bytes = b'',
-            salted_password: bytes = b'',
+            salt: bytes = b"",
+            salted_password: bytes = b"",
         ) -> None:
             self.name = name
             self.mechanism = mechanism

@@ -138,8 +138,8 @@ class DescribeGroupsResponse(Message):
             group_instance_id: str | None = None,
             client_id: str = "",
             client_host: str = "",
-            member_metadata: bytes = b'',
-            member_assignment: bytes = b'',
+            member_metadata: bytes = b"",
+            member_assignment: bytes = b"",
         ) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id

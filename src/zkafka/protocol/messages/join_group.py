@@ -35,7 +35,7 @@ class JoinGroupRequest(Message):
             self,
             *,
             name: str = "",
-            metadata: bytes = b'',
+            metadata: bytes = b"",
         ) -> None:
             self.name = name
             self.metadata = metadata
@@ -117,7 +117,7 @@ class JoinGroupResponse(Message):
             *,
             member_id: str = "",
             group_instance_id: str | None = None,
-            metadata: bytes = b'',
+            metadata: bytes = b"",
         ) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id

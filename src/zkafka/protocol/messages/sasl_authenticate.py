@@ -30,7 +30,7 @@ class SaslAuthenticateRequest(Message):
     def __init__(
         self,
         *,
-        auth_bytes: bytes = b'',
+        auth_bytes: bytes = b"",
     ) -> None:
         self.auth_bytes = auth_bytes
 
@@ -59,7 +59,7 @@ class SaslAuthenticateResponse(Message):
         *,
         error_code: int = 0,
         error_message: str | None = None,
-        auth_bytes: bytes = b'',
+        auth_bytes: bytes = b"",
         session_lifetime_ms: int = 0,
     ) -> None:
         self.error_code = error_code

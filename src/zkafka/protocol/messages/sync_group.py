@@ -34,7 +34,7 @@ class SyncGroupRequest(Message):
             self,
             *,
             member_id: str = "",
-            assignment: bytes = b'',
+            assignment: bytes = b"",
         ) -> None:
             self.member_id = member_id
             self.assignment = assignment
@@ -97,7 +97,7 @@ class SyncGroupResponse(Message):
         *,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        assignment: bytes = b'',
+        assignment: bytes = b"",
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code

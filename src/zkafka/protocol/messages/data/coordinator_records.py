@@ -159,8 +159,8 @@ class GroupMetadataValue(Message):
             client_host: str = "",
             rebalance_timeout: int = 0,
             session_timeout: int = 0,
-            subscription: bytes = b'',
-            assignment: bytes = b'',
+            subscription: bytes = b"",
+            assignment: bytes = b"",
         ) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
