@@ -12,8 +12,9 @@ A fresh 3-broker cluster and one topic of `--partitions` (3) partitions, replica
 `--seconds`, each record's value starting with the send time (CLOCK_MONOTONIC, shared by the
 processes of one machine); a librdkafka consumer in this process, assigned every partition at
 its end before the producer starts, takes the receive time of each record. Records sent in the
-first `--warmup-seconds` are not counted. Prints p50 / p99 / p99.9 / max, the rate reached, and
-for `linger.ms=0` at 10,000 records/s the ratio to the aim (p50 <= 2 ms, p99 <= 10 ms; >= 1 meets it).
+first `--warmup-seconds` are not counted. Prints p50 / p99 / p99.9 / max, the rate reached,
+for `linger.ms=0` at 10,000 records/s the ratio to the aim (p50 <= 2 ms, p99 <= 10 ms; >= 1 meets it),
+and the brokers' CPU seconds per 1,000 records received over the run (warm-up included).
 
 **Small-request capacity**: produce requests/s per broker with `linger.ms=0` and
 `batch.num.messages=1` (one record per request), acks=1 and acks=all, as fast as the producer
@@ -102,7 +103,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate: int, linger: float) -> dict:
+def latency_run(
+    args: argparse.Namespace, bootstrap: str, partitions: int, rate: int, linger: float, pids: dict[int, int]
+) -> dict:
     from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
     c = Consumer(
@@ -120,6 +123,7 @@ def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate:
     producer = ctx.Process(
         target=produce_at, args=(bootstrap, rate, args.seconds, args.record_size, linger, done)
     )
+    cpu0 = sum(cpu_seconds(pid) for pid in pids.values())
     start_ns = time.monotonic_ns()
     producer.start()
     warm_until = start_ns + int((args.warmup_seconds + 1.0) * 1e9)  # + the child's start-up
@@ -147,6 +151,7 @@ def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate:
             last_rx = time.monotonic()
         if done.value >= 0 and (received >= done.value or time.monotonic() - last_rx > 5):
             break  # all in, or nothing more for 5 s after the producer finished (records missed)
+    cpu = sum(cpu_seconds(pid) for pid in pids.values()) - cpu0
     producer.join(30)
     c.close()
     latencies.sort()
@@ -157,6 +162,7 @@ def latency_run(args: argparse.Namespace, bootstrap: str, partitions: int, rate:
         "sent": done.value,
         "received": received,
         "achieved": len(latencies) / span if span else 0,
+        "cpu_per_1000": cpu / max(received, 1) * 1000,
         "p50": percentile(latencies, 0.50),
         "p99": percentile(latencies, 0.99),
         "p999": percentile(latencies, 0.999),
@@ -243,7 +249,7 @@ def main() -> None:
                 for rate in args.rates:
                     console.print(f"latency: {rate:,} records/s, linger.ms={linger:g}")
                     with profiled(args, f"latency-{rate}-linger{linger:g}", spy):
-                        lat_rows.append(latency_run(args, bootstrap, args.partitions, rate, linger))
+                        lat_rows.append(latency_run(args, bootstrap, args.partitions, rate, linger, pids))
         if "capacity" not in args.skip:
             for acks in ("1", "all"):
                 console.print(f"capacity: one record per request, acks={acks}")
@@ -257,7 +263,7 @@ def main() -> None:
         )
         for column in ("records/s asked", "linger.ms", "reached/s", "sent", "received", "p50 ms", "p99 ms"):
             table.add_column(column, justify="right")
-        for column in ("p99.9 ms", "max ms", "ratio to aim p50 / p99"):
+        for column in ("p99.9 ms", "max ms", "ratio to aim p50 / p99", "brokers' CPU-s per 1,000"):
             table.add_column(column, justify="right")
         for r in lat_rows:
             ratio = ""
@@ -271,6 +277,7 @@ def main() -> None:
                 f"{r['received']:,}",
                 *(f"{r[k]:,.1f}" for k in ("p50", "p99", "p999", "max")),
                 ratio,
+                f"{r['cpu_per_1000']:.3f}",
             )
         console.print(table)
     if cap_rows:

@@ -24,6 +24,7 @@ from zkafka.records import (
     read_header,
     rewrite_crc,
     validate_batches,
+    validate_whole_batches,
 )
 
 BAD = (CorruptRecordError, InvalidRecordError)
@@ -62,6 +63,35 @@ def test_every_truncation(codec: int) -> None:
             with pytest.raises(CorruptRecordError):
                 validate_batches(batch + batch[:cut])
         assert len(list(iter_batch_records(batch + batch[:cut]))) == len(SMALL)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_whole_batches_before_a_cut_one(codec: int) -> None:
+    """A fetch response's records (the leader cuts the last batch at its byte limit): the whole
+    batches are validated and kept, whatever follows them of a cut one is left out."""
+    batch = build_batch(SMALL, compression=codec)
+    for cut in range(len(batch)):
+        headers = validate_whole_batches(batch + batch + batch[:cut])
+        assert [h.position for h in headers] == [0, len(batch)]
+        assert headers == validate_batches(batch + batch)
+        assert validate_whole_batches(batch[:cut]) == []
+
+
+def test_whole_batches_are_checked_as_validate_batches_checks_them() -> None:
+    batch = build_batch(SMALL)
+    for position in range(17, len(batch)):  # a flipped byte under the CRC of a whole batch
+        damaged = bytearray(batch)
+        damaged[position] ^= 0x01
+        with pytest.raises(CorruptRecordError):
+            validate_whole_batches(batch + damaged + batch[:20])
+    wrong_magic = bytearray(batch)
+    wrong_magic[16] = 1
+    with pytest.raises(InvalidRecordError):
+        validate_whole_batches(batch + wrong_magic)
+    too_short = bytearray(batch)
+    struct.pack_into(">i", too_short, 8, 10)  # a length that cannot hold a v2 header
+    with pytest.raises(CorruptRecordError):
+        validate_whole_batches(batch + too_short)
 
 
 @pytest.mark.parametrize("codec", CODECS)

@@ -28,6 +28,7 @@ from .batch import (
     read_header,
     rewrite_crc,
     validate_batches,
+    validate_whole_batches,
 )
 from .compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, Codec, codec_name, compress, decompress
 from .record import (
@@ -115,4 +116,5 @@ __all__ = [
     "size_of_varint",
     "size_of_varlong",
     "validate_batches",
+    "validate_whole_batches",
 ]

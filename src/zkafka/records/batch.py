@@ -200,6 +200,26 @@ def validate_batches(buf: bytes | bytearray | memoryview, *, check_crc: bool = T
     return headers
 
 
+def validate_whole_batches(buf: bytes | bytearray | memoryview) -> list[BatchHeader]:
+    """`validate_batches` for records whose last batch may be cut (a fetch response: the leader
+    stops at its byte limit mid-batch): the headers of the complete batches at the front of `buf`,
+    each checked as `validate_batches` checks it (CRC included), in one pass; a partial batch after
+    them (or a few trailing bytes) is left out silently. A complete batch that is not valid raises
+    CorruptRecordError / InvalidRecordError. The caller keeps `buf` up to the last header's end."""
+    headers: list[BatchHeader] = []
+    position, end = 0, len(buf)
+    while end - position >= LOG_OVERHEAD:
+        _, length = _OFFSET_AND_LENGTH.unpack_from(buf, position)
+        if position + LOG_OVERHEAD + length > end:
+            break  # cut by the sender's byte limit: the next fetch brings it whole
+        header = read_header(buf, position)
+        if not is_crc_valid(buf, header):
+            raise CorruptRecordError(f"CRC mismatch in batch at byte {position}")
+        headers.append(header)
+        position += header.size
+    return headers
+
+
 def patch_base_offset(buf: bytearray | memoryview, position: int, base_offset: int) -> None:
     """Overwrite baseOffset in place (outside the CRC)."""
     _INT64.pack_into(buf, position, base_offset)

@@ -39,6 +39,7 @@ import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from zkafka.protocol import ErrorCode
 
@@ -64,9 +65,10 @@ def is_full(epoch: int) -> bool:
     return epoch in (INITIAL_EPOCH, FINAL_EPOCH)
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What a read answered for one partition, as far as the session rules look at it."""
+class Answer(NamedTuple):
+    """What a read answered for one partition, as far as the session rules look at it. (A
+    NamedTuple: one is made per partition of every answer, and a tuple is built several times
+    faster than a frozen dataclass.)"""
 
     has_records: bool
     high_watermark: int

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from zkafka.protocol import ErrorCode, KafkaError
-from zkafka.records.batch import BatchHeader, CorruptRecordError, iter_headers
+from zkafka.records.batch import CONTROL_MASK, BatchHeader, CorruptRecordError, iter_headers
 from zkafka.records.record import end_txn_marker
 from zkafka.storage.log import AppendInfo, Log
 from zkafka.storage.naming import TopicPartition
@@ -195,17 +195,21 @@ class Partition:
         return hw if first_unstable is None else min(first_unstable, hw)
 
     # -- role -------------------------------------------------------------------------------------
+    # (read `_state` itself: these run several times per produce request and follower fetch)
     @property
     def is_leader(self) -> bool:
-        return self.state is not None and self.state.leader == self.broker_id
+        state = self._state
+        return state is not None and state.leader == self.broker_id
 
     @property
     def leader_epoch(self) -> int:
-        return self.state.leader_epoch if self.state is not None else -1
+        state = self._state
+        return state.leader_epoch if state is not None else -1
 
     @property
     def isr(self) -> tuple[int, ...]:
-        return self.state.isr if self.state is not None else ()
+        state = self._state
+        return state.isr if state is not None else ()
 
     def make_leader(self, state: LeaderState, now_ms: int) -> None:
         """Become leader: record the new epoch at the log end (so followers truncate correctly)
@@ -289,10 +293,16 @@ class Partition:
 
     # -- follower: append ------------------------------------------------------------------------
     def append_as_follower(self, batches: bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
-        markers = {h.position: _marker(batches, h) for h in headers if h.is_control}
+        markers = {h.position: _marker(batches, h) for h in headers if h.attributes & CONTROL_MASK}
         info = self.log.append(batches, headers, leader_epoch=None, assign_offsets=False)
-        for h in headers:
-            self._update_producer_state(h, markers.get(h.position))
+        psm = self.producer_state
+        if markers or any(h.producer_id >= 0 for h in headers):
+            for h in headers:
+                self._update_producer_state(h, markers.get(h.position))
+        else:
+            # no producer ids, no markers (plain producers): nothing for the producer state but how
+            # far the log is mapped, as `update` would record batch by batch (hundreds per fetch)
+            psm.map_end_offset = max(psm.map_end_offset, headers[-1].next_offset)
         return info
 
     def increment_log_start_offset(self, offset: int) -> bool:

@@ -208,22 +208,19 @@ class ReplicaManager:
         `delayed.cancel` when nobody wants the outcome any more; None when already called."""
         partitions = self.partitions
 
-        def still_leader(tp: TopicPartition, epoch: int) -> Partition | None:
-            p = partitions.get(tp)
-            return p if p is not None and p.is_leader and p.leader_epoch == epoch else None
-
+        # (leadership checked inline, no helper call: each parked request runs these at least once)
         def done() -> bool:
             for tp, (offset, epoch) in required.items():
                 p = partitions.get(tp)
-                if p is not None and p.high_watermark < offset and still_leader(tp, epoch) is not None:
+                if p is not None and p.high_watermark < offset and p.is_leader and p.leader_epoch == epoch:
                     return False
             return True
 
         def outcome(_reached: bool) -> None:
             out: dict[TopicPartition, ErrorCode] = {}
             for tp, (offset, epoch) in required.items():
-                p = still_leader(tp, epoch)
-                if p is None:
+                p = partitions.get(tp)
+                if p is None or not p.is_leader or p.leader_epoch != epoch:
                     out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 elif p.high_watermark < offset:
                     out[tp] = ErrorCode.REQUEST_TIMED_OUT

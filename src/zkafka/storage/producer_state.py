@@ -304,10 +304,12 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The earliest first offset of an open transaction, or of one whose marker is not yet
         below the high watermark; None when every transaction is settled."""
-        candidates = list(self.ongoing.values())
-        if self.unreplicated:
-            candidates.append(self.unreplicated[0].first_offset)
-        return min(candidates) if candidates else None
+        ongoing, unreplicated = self.ongoing, self.unreplicated
+        if not unreplicated:
+            # no list built when nothing is open (every fetch answer asks, per partition)
+            return min(ongoing.values()) if ongoing else None
+        first = unreplicated[0].first_offset
+        return min(first, *ongoing.values()) if ongoing else first
 
     def last_stable_offset_after(self, completed: CompletedTxn) -> int:
         """The LSO recorded with an aborted transaction in `.txnindex`: the first offset of the

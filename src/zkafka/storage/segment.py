@@ -38,6 +38,7 @@ from zkafka.storage.naming import (
     segment_file,
 )
 from zkafka.storage.scan import iter_file_batches, iter_file_headers, read_exactly, write_all
+from zkafka.storage.tail_positions import LIMIT as TAIL_LIMIT
 from zkafka.storage.tail_positions import TailPositions
 from zkafka.storage.time_index import NO_TIMESTAMP, TimeIndex
 from zkafka.storage.txn_index import TransactionIndex
@@ -295,10 +296,12 @@ class LogSegment:
 
     def _note_tail(self, batches: Sequence[BatchHeader], position: int, first_offset: int | None) -> None:
         tail = self._tail
-        if tail is None:
+        if tail is None or (first_offset is None and len(batches) >= TAIL_LIMIT):
             tail = self._tail = TailPositions()
         if first_offset is None:
-            for h in batches:
+            # a follower's append of hundreds of small batches: only the last TAIL_LIMIT would stay
+            # noted, and they alone (a fresh tail) are still consecutive up to the segment's end
+            for h in batches[-TAIL_LIMIT:]:
                 tail.add(h.base_offset, position + h.position)
         else:
             base = first_offset

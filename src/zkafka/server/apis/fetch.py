@@ -168,9 +168,16 @@ def _long_poll(
 
 
 # -- what the session layer's tracked follower sessions use (`fetch_session_layer.py`) -------------
-def read(ctx: RequestContext, request: FetchRequest, *, record_follower: bool) -> _Read:
-    """One read of a follower's `request` (no long-poll, no quota: the layer parks on its session)."""
-    return _read(ctx, request, record_follower=record_follower)
+def read(
+    ctx: RequestContext,
+    request: FetchRequest,
+    topics: list[FetchRequest.FetchTopic],
+    *,
+    record_follower: bool,
+) -> _Read:
+    """One read of a follower's `request`, of `topics` instead of the request's own (no long-poll,
+    no quota: the layer parks on its session)."""
+    return _read(ctx, request, record_follower=record_follower, topics=topics)
 
 
 def empty_read() -> _Read:
@@ -303,7 +310,12 @@ def _held_back(ctx: RequestContext, part: Partition, replica_id: int, now_ms: in
 
 
 def _read(
-    ctx: RequestContext, request: FetchRequest, *, record_follower: bool = True, quota_max: int | None = None
+    ctx: RequestContext,
+    request: FetchRequest,
+    *,
+    record_follower: bool = True,
+    quota_max: int | None = None,
+    topics: list[FetchRequest.FetchTopic] | None = None,
 ) -> _Read:
     replicas = ctx.services.replicas
     is_follower = request.replica_id >= 0
@@ -314,8 +326,8 @@ def _read(
     committed = _read_committed(ctx, request)
     now = replicas.now_ms()
     result = _Read(Resp(session_id=0))
-    topics = []
-    for t in request.topics:
+    answered = []
+    for t in request.topics if topics is None else topics:
         parts = []
         name = _topic_name(ctx, t)
         for p in t.partitions:
@@ -387,6 +399,6 @@ def _read(
                 log.error("fetch from %s failed: %s", tp, e)
                 out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 result.errors = True
-        topics.append(Resp.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
-    result.response.responses = topics
+        answered.append(Resp.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
+    result.response.responses = answered
     return result

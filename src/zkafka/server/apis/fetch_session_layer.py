@@ -131,15 +131,7 @@ def _request_for(
     ctx: RequestContext, request: FetchRequest, parts: Mapping[PartitionKey, Any]
 ) -> FetchRequest:
     """`request` asking for exactly `parts` (in their order, grouped by topic)."""
-    by_topic: dict[Any, list[Any]] = {}
-    for (topic, _), p in parts.items():
-        by_topic.setdefault(topic, []).append(p)
-    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
-    topic = FetchRequest.FetchTopic
-    topics = [
-        topic(topic_id=k, partitions=ps) if by_id else topic(topic=k, partitions=ps)
-        for k, ps in by_topic.items()
-    ]
+    topics = _topics_for(ctx, parts)
     return FetchRequest(
         cluster_id=request.cluster_id,
         replica_id=request.replica_id,
@@ -152,6 +144,19 @@ def _request_for(
         topics=topics,
         rack_id=request.rack_id,
     )
+
+
+def _topics_for(ctx: RequestContext, parts: Mapping[PartitionKey, Any]) -> list[FetchRequest.FetchTopic]:
+    """A request's topics asking for exactly `parts` (in their order, grouped by topic)."""
+    by_topic: dict[Any, list[Any]] = {}
+    for (topic, _), p in parts.items():
+        by_topic.setdefault(topic, []).append(p)
+    by_id = ctx.api_version >= FIRST_TOPIC_ID_VERSION
+    topic = FetchRequest.FetchTopic
+    return [
+        topic(topic_id=k, partitions=ps) if by_id else topic(topic=k, partitions=ps)
+        for k, ps in by_topic.items()
+    ]
 
 
 def _has_records(records: object) -> bool:
@@ -282,7 +287,9 @@ def _read_parts(
 ) -> Any:
     if not parts:
         return fetch_api.empty_read()
-    return fetch_api.read(ctx, _request_for(ctx, request, parts), record_follower=record_follower)
+    # the follower's request with these partitions' topics in place of its own (no new request
+    # object per read: two reads per round of every follower)
+    return fetch_api.read(ctx, request, _topics_for(ctx, parts), record_follower=record_follower)
 
 
 def _entries(read: Any) -> dict[PartitionKey, Any]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.protocol.messages import ProduceRequest, ProduceResponse
 from zkafka.records.batch import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
     TRANSACTIONAL_MASK,
     BatchHeader,
     CorruptRecordError,
@@ -271,14 +273,15 @@ def _validate(
     except InvalidRecordError as e:
         raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, str(e)) from None
     for h in headers:
-        if h.is_control:
+        attributes = h.attributes  # the bits themselves, not the header's properties: per batch
+        if attributes & CONTROL_MASK:
             # markers come from the transaction coordinator (WriteTxnMarkers), never from clients
             raise KafkaError(ErrorCode.INVALID_RECORD, "a producer cannot write control batches")
-        if h.is_transactional and (h.producer_id < 0 or h.base_sequence < 0):
+        if attributes & TRANSACTIONAL_MASK and (h.producer_id < 0 or h.base_sequence < 0):
             raise KafkaError(
                 ErrorCode.INVALID_RECORD, "a transactional batch needs a producer id and sequence"
             )
-        if h.compression == ZSTD and ctx.api_version < 7:
+        if (attributes & COMPRESSION_MASK) == ZSTD and ctx.api_version < 7:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     config = partition.log.config
     if config.compact or _limits_timestamps(config):
