@@ -8,10 +8,14 @@ started with `zkafka.testing.cluster.running_cluster`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import resource
-from typing import TYPE_CHECKING
+import threading
+import time
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from zkafka.zk.client import KafkaZkClient
@@ -24,6 +28,73 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK
+
+
+class CpuSampler:
+    """A process's CPU seconds sampled every `interval` s from a thread while in the `with`, so
+    that the CPU spent between two moments known only afterwards (ZooKeeper mtimes, a watch's
+    delivery) can be read back: `between(t0, t1)` (`time.time()` seconds), interpolated."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"cpu-{pid}", daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.samples.append((time.time(), cpu_seconds(self.pid)))
+            except OSError:
+                return  # the process is gone
+            if self._stop.wait(self.interval):
+                return
+
+    def at(self, when: float) -> float:
+        times = [t for t, _ in self.samples]
+        i = bisect.bisect_left(times, when)
+        if i == 0:
+            return self.samples[0][1]
+        if i == len(times):
+            return self.samples[-1][1]
+        (t0, c0), (t1, c1) = self.samples[i - 1], self.samples[i]
+        return c0 + (c1 - c0) * (when - t0) / max(t1 - t0, 1e-9)
+
+    def between(self, start: float, end: float) -> float:
+        return self.at(end) - self.at(start)
+
+
+def watch_deletion(zk: KafkaZkClient, path: str) -> Future[float]:
+    """A future of the `time.time()` at which `path` is seen deleted (a ZooKeeper watch set now,
+    re-armed on any other change): e.g. a broker's registration when ZooKeeper expires its
+    session, which happens on the server's tick rather than exactly a session timeout after
+    the broker died."""
+    deleted: Future[float] = Future()
+
+    def on_event(event: Any) -> None:
+        now = time.time()
+        if deleted.done():
+            return
+        if event.type == "DELETED":
+            deleted.set_result(now)
+        else:
+            arm()
+
+    def arm() -> None:
+        if zk.kazoo.exists(path, watch=on_event) is None and not deleted.done():
+            deleted.set_result(time.time())  # already gone (no watch was left)
+
+    arm()
+    return deleted
 
 
 def rss_bytes(pid: int) -> int:

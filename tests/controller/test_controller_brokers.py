@@ -111,6 +111,11 @@ def test_bounced_broker_is_treated_as_failure_and_startup(zk_connect: str) -> No
             state = await cluster.state(A0)
             assert state is not None and state.leader_and_isr.leader == other
             assert state.leader_and_isr.leader_epoch == 2  # failure (leader -1) then startup (re-elected)
+            # The failure half takes the old incarnation's replicas OFFLINE, whose StopReplica is
+            # for no live broker (Kafka's batch sends none): the new incarnation, whose channel is
+            # already open, must not be told to stop the replica it is about to lead. Had it been
+            # sent, it would have arrived before the startup's LeaderAndIsr (one channel, in order).
+            assert False not in node.broker.stop_replicas(A0)
 
     asyncio.run(main())
 

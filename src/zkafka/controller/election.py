@@ -88,7 +88,16 @@ class ElectionResult:
 
 
 def _first(replicas: Sequence[int], *conditions: Collection[int]) -> int | None:
-    return next((r for r in replicas if all(r in c for c in conditions)), None)
+    # Plain loops, no generators: elections after a broker's death call this once per partition
+    # it led (10,000 at 30,000 partitions), and two nested generator expressions per call were a
+    # fifth of the controller's work before the first state write.
+    for r in replicas:
+        for c in conditions:
+            if r not in c:
+                break
+        else:
+            return r
+    return None
 
 
 def initial_leader_and_isr(assignment: Sequence[int], live: Collection[int]) -> LeaderAndIsr | None:

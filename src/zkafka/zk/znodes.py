@@ -19,6 +19,7 @@ name can never escape its parent (no "/", not "." or "..").
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -562,7 +563,11 @@ class TopicZNode:
 
 class TopicPartitionsZNode:
     @staticmethod
+    @functools.lru_cache(maxsize=16384)
     def path(topic: str) -> str:
+        # Kept per topic: a controller writes thousands of state znodes of the same few topics at
+        # once (a broker's death: 10,000 at 30,000 partitions), each path re-validating the name.
+        # A name that does not validate raises, and raising is not cached.
         return f"{TopicZNode.path(topic)}/partitions"
 
 
@@ -609,10 +614,11 @@ class TopicPartitionStateZNode:
         if leader_and_isr.leader_recovery_state is LeaderRecoveryState.RECOVERED:
             # The bytes encode_json makes of the document below, without its generic encoder
             # (json.dumps costs several times this; elections write 33,000 at once at 100,000).
+            # int.__repr__ is "%d" for ints (and bools: 1, not True) without a generator
             return b'{"version":1,"leader":%d,"leader_epoch":%d,"isr":[%s],"controller_epoch":%d}' % (
                 leader_and_isr.leader,
                 leader_and_isr.leader_epoch,
-                b",".join(b"%d" % r for r in leader_and_isr.isr),
+                ",".join(map(int.__repr__, leader_and_isr.isr)).encode(),
                 controller_epoch,
             )
         doc: dict[str, Any] = {
