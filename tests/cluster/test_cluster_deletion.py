@@ -98,4 +98,6 @@ def test_deletion_disabled_keeps_the_topic(zookeeper_server: ZooKeeperServer, tm
         # a marker written straight into ZooKeeper (as the legacy tool does) is removed by the controller
         cluster.zk.create(f"/admin/delete_topics/{topic}")
         wait_for(lambda: not cluster.exists(f"/admin/delete_topics/{topic}"), 20, "the marker to be removed")
-        assert cluster.exists(f"/brokers/topics/{topic}") and cluster.log_dir(1, topic).is_dir()
+        assert cluster.exists(f"/brokers/topics/{topic}")
+        _fill(cluster, topic)  # and the replica is still served (its directory made by this write)
+        assert cluster.log_dir(1, topic).is_dir()

@@ -261,7 +261,9 @@ def test_a_failed_deferred_epoch_write_is_retried_and_keeps_the_recovery_point(t
         file = LeaderEpochCheckpointFile(path)
         assert lg.assign_leader_epoch(3)
         blocker = path.with_name(path.name + ".tmp")
-        blocker.mkdir()  # the checkpoint's temporary file cannot be created: every write fails
+        # the checkpoint's temporary file cannot be created: every write fails (the log's
+        # directory, made by its first write otherwise, is made here with the blocker)
+        blocker.mkdir(parents=True)
         assert manager.write_leader_epoch_checkpoints() == 0  # logged, not lost
         append(lg, batch(2), leader_epoch=3)
         with pytest.raises(OSError):

@@ -45,7 +45,9 @@ def test_layout_placement_and_meta(tmp_path: Path) -> None:
         mgr.get_or_create_log("t", p)
     assert {mgr.log_dir_of("t", p) for p in range(4)} == {d1.absolute(), d2.absolute()}
     assert mgr.logs_in_dir_count(d1.absolute()) == mgr.logs_in_dir_count(d2.absolute()) == 2
-    assert (d1 / "t-0").is_dir() or (d2 / "t-0").is_dir()
+    assert not (d1 / "t-0").exists() and not (d2 / "t-0").exists()  # made by the first write
+    append(mgr.log_or_raise("t", 0), batch(1))
+    assert (mgr.log_dir_of("t", 0) / "t-0").is_dir()  # where it was placed
     assert mgr.get_or_create_log("t", 0) is mgr.get_log("t", 0)
     for d in (d1, d2):
         props = (d / "meta.properties").read_text()

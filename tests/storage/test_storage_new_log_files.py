@@ -10,14 +10,26 @@ import logging
 from pathlib import Path
 
 import pytest
-from storage_helpers import BASE_TS, all_records, append, batch, read_all, segment_files, small_config
+from storage_helpers import (
+    BASE_TS,
+    all_records,
+    append,
+    append_follower,
+    batch,
+    read_all,
+    segment_files,
+    small_config,
+    with_offset,
+)
 
 from zkafka.records.batch import read_header
 from zkafka.storage.checkpoint import LeaderEpochCheckpointFile
 from zkafka.storage.config import LogConfig
+from zkafka.storage.errors import LogDirIOError
 from zkafka.storage.index import OffsetIndex
 from zkafka.storage.log import Log
 from zkafka.storage.manager import LogManager
+from zkafka.storage.naming import TopicPartition
 from zkafka.storage.time_index import TimeIndex
 
 LOG0 = f"{0:020d}.log"
@@ -52,6 +64,20 @@ def test_a_new_log_from_another_offset_makes_its_log_file_at_once(tmp_path: Path
     lg.close()
 
 
+def test_a_never_written_log_restarts_at_another_offset(tmp_path: Path) -> None:
+    """A new follower whose leader's log starts above 0 (retention, DeleteRecords, then a
+    reassignment) restarts its log there before any write: the first segment's `.log`, never made,
+    has nothing to rename `.deleted`, and the log stays open and takes the leader's batches."""
+    lg = Log(tmp_path / "t-0", LogConfig())
+    lg.truncate_fully_and_start_at(40)
+    assert not lg.closed and lg.log_start_offset == lg.log_end_offset == 40
+    files = segment_files(tmp_path / "t-0")
+    assert f"{40:020d}.log" in files and not any(f.startswith(f"{0:020d}") for f in files)
+    append_follower(lg, with_offset(batch(2), 40))
+    assert [r.offset for r in all_records(lg)] == [40, 41]
+    lg.close()
+
+
 def test_new_leaders_write_their_epoch_checkpoint_with_their_first_batch(tmp_path: Path) -> None:
     """A new leader's epoch starts at offset 0 of a log with no data: the checkpoint waits for a
     batch (the background writer skips the log, the first append queues it again), and a log
@@ -60,22 +86,78 @@ def test_new_leaders_write_their_epoch_checkpoint_with_their_first_batch(tmp_pat
     with LogManager([tmp_path / "d"], LogConfig(), broker_id=1, cluster_id="c") as manager:
         logs = [manager.get_or_create_log("t", p, sync_dir=False) for p in range(20)]
         manager.sync_created_dirs()
-        for p in range(20):
-            assert segment_files(tmp_path / "d" / f"t-{p}") == []
         for lg in logs:
             lg.assign_leader_epoch(0)
         assert manager.write_leader_epoch_checkpoints() == 0
-        assert all(segment_files(tmp_path / "d" / f"t-{p}") == [] for p in range(20))
+        assert partition_dirs(tmp_path / "d") == []  # no directory either (see below)
         append(logs[0], batch(2), leader_epoch=0)
         assert manager.write_leader_epoch_checkpoints() == 1
         assert checkpoint in segment_files(tmp_path / "d" / "t-0")
         assert LeaderEpochCheckpointFile(tmp_path / "d" / "t-0" / checkpoint).read() == [(0, 0)]
         logs[1].flush()  # a flush of an empty log writes nothing either
-        assert segment_files(tmp_path / "d" / "t-1") == []
-    assert checkpoint not in segment_files(tmp_path / "d" / "t-1")  # nor does the shutdown
+        assert partition_dirs(tmp_path / "d") == ["t-0"]
+    assert partition_dirs(tmp_path / "d") == ["t-0"]  # nor does the shutdown
     with LogManager([tmp_path / "d"], LogConfig(), broker_id=1, cluster_id="c") as manager:
-        assert manager.log_or_raise("t", 1).epochs.entries() == []
+        assert manager.get_log("t", 1) is None  # nothing of it on disk: made again when asked
+        assert manager.get_or_create_log("t", 1).epochs.entries() == []
         assert manager.log_or_raise("t", 0).epochs.entries() == [(0, 0)]
+
+
+def partition_dirs(log_dir: Path) -> list[str]:
+    return sorted(p.name for p in log_dir.iterdir() if p.is_dir())
+
+
+def test_a_new_replica_has_no_directory_until_its_first_write(tmp_path: Path) -> None:
+    """`LogManager.get_or_create_log` makes no directory (a topic's creation would make one per
+    replica, the largest file-system cost left of it): the first write makes it, in the data dir
+    chosen at creation; a log never written is deleted without one, is absent after a restart
+    (checkpoints naming it or not) and comes back empty when asked for again."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    with LogManager(dirs, LogConfig(), broker_id=1, cluster_id="c") as manager:
+        logs = [manager.get_or_create_log("t", p) for p in range(6)]
+        # placed as before, fewest logs first, though nothing is on disk yet
+        assert [manager.log_dir_of("t", p) for p in range(6)] == [dirs[0], dirs[1]] * 3
+        assert partition_dirs(dirs[0]) == partition_dirs(dirs[1]) == []
+        assert all(not lg.has_dir and lg.read(0, 1024).is_empty for lg in logs)
+        append(logs[1], batch(2))  # the leader's first write
+        logs[2].truncate_fully_and_start_at(40)  # a follower restarted at its leader's log start
+        logs[3].flush()
+        logs[3].roll()  # empty: nothing to roll, nothing made
+        assert partition_dirs(dirs[0]) == ["t-2"] and partition_dirs(dirs[1]) == ["t-1"]
+        assert LOG0 in segment_files(dirs[1] / "t-1")
+        assert f"{40:020d}.log" in segment_files(dirs[0] / "t-2")
+        manager.checkpoint_recovery_points()  # names the never-written logs too
+        manager.checkpoint_high_watermarks({TopicPartition("t", p): 0 for p in range(6)})
+        assert manager.delete_log("t", 4) is not None and manager.get_log("t", 4) is None
+        assert manager.delete_log("t", 1) is not None
+        # the written one renamed for deletion as before, the other had nothing to rename
+        assert partition_dirs(dirs[0]) == ["t-2"]
+        assert [d.endswith("-delete") and d.startswith("t-1.") for d in partition_dirs(dirs[1])] == [True]
+    with LogManager(dirs, LogConfig(), broker_id=1, cluster_id="c") as manager:
+        assert sorted(manager.all_logs()) == [TopicPartition("t", 2)]
+        loaded = manager.log_or_raise("t", 2)
+        assert loaded.log_end_offset == 40 and loaded.has_dir is True
+        again = manager.get_or_create_log("t", 3)
+        assert again.log_end_offset == again.log_start_offset == 0 and not again.has_dir
+        append(again, batch(1))
+        assert [r.offset for r in all_records(again)] == [0]
+        manager.delete_log("t", 2)  # a loaded log is renamed for deletion, as ever
+        assert [d.startswith("t-2.") and d.endswith("-delete") for d in partition_dirs(dirs[0])] == [True]
+
+
+def test_a_first_write_whose_directory_cannot_be_made_fails_its_data_dir(tmp_path: Path) -> None:
+    """The directory made by the first write is the data dir's first write for that replica: when
+    it fails, the error names the data dir (the broker takes it offline, as for any write)."""
+    data = tmp_path / "d"
+    with LogManager([data], LogConfig(), broker_id=1, cluster_id="c") as manager:
+        lg = manager.get_or_create_log("t", 0)
+        (data / "t-0").write_bytes(b"")  # a file where the directory goes: mkdir fails
+        with pytest.raises(LogDirIOError) as failed:
+            append(lg, batch(1))
+        assert Path(failed.value.path).parent == data and not lg.has_dir
+        (data / "t-0").unlink()
+        append(lg, batch(1))  # nothing was half-done: the next write makes it
+        assert LOG0 in segment_files(data / "t-0")
 
 
 def test_an_existing_directory_is_loaded_not_recreated(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from typing import Any, Protocol
 from zkafka.chaos.targets import ProcessCluster
 from zkafka.local import mounts, netns
 from zkafka.local.launcher import LocalCluster
-from zkafka.storage.power_loss import lose_unflushed
+from zkafka.storage.power_loss import Cut, lose_unflushed
 
 FAULTS = ("kill", "pause", "controller", "zk-kill", "partition", "disk-full", "unclean", "power-loss")
 NOT_YET: tuple[str, ...] = ()
@@ -261,7 +261,11 @@ class LocalNemesis:
             time.sleep(0.2)
         time.sleep(self.down_s)  # it alone takes writes (acknowledged only with min.insync.replicas=1)
         self.cluster.kill_broker(leader)
-        cut = lose_unflushed([Path(self.cluster.brokers[leader].directory) / "logs"], self.topic, partition)
+        logs = Path(self.cluster.brokers[leader].directory) / "logs"
+        try:
+            cut = lose_unflushed([logs], self.topic, partition)
+        except FileNotFoundError:  # never written: a replica has no directory before its first write
+            cut = Cut(0, 0)
         self.cluster.start_broker(leader)
         self.cluster.save()
         # back before the followers: with unclean election off it is the only broker that may lead

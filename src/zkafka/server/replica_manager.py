@@ -273,10 +273,11 @@ class ReplicaManager:
         return p
 
     def create_logs(self, partitions: Iterable[TopicPartition]) -> None:
-        """Create the logs of `partitions` that have none yet, then fsync their data dirs once.
-        Blocking file work, meant for a worker thread before a LeaderAndIsr that brings new
-        partitions is applied on the loop: thousands of new logs would otherwise stall every
-        other request (and a controller on this broker) for seconds. Touches only the log
+        """Create the logs of `partitions` that have none yet, then fsync their data dirs once
+        (if any was made: a new log's directory waits for its first write). Meant for a worker
+        thread before a LeaderAndIsr that brings new partitions is applied on the loop: thousands
+        of new logs (a directory probe and the Python objects each) would otherwise stall every
+        other request (and a controller on this broker) for longer. Touches only the log
         manager, which is locked; a log that cannot be created is left for
         `become_leader_or_follower` to report."""
         lm = self.log_manager

@@ -224,9 +224,12 @@ class FileCache:
         """Rename the file on disk and its `path` in one step under the lock: an evicted file
         reopened by another thread (the cleaner reads without the log's lock) between the two
         would otherwise open the old name, gone already (ENOENT). An open descriptor follows the
-        inode, so it needs nothing."""
+        inode, so it needs nothing. A file still `absent` (made by its first use, not used yet)
+        has nothing on disk to rename: only its name changes (a new replica restarted at another
+        offset, `Log.truncate_fully_and_start_at`, renames its never-written first segment)."""
         with self._lock:
-            os.replace(file.path, target)
+            if not file.absent:
+                os.replace(file.path, target)
             file.path = target
 
     # ---- descriptors ----------------------------------------------------------------------------

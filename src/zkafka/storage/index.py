@@ -19,7 +19,7 @@ Arrays are loaded lazily: a segment that is never read after startup costs no me
 
 **Files made on first write.** A new segment's index files are created by their first write of
 entries, or before the segment is flushed, rolled or closed once it holds data (`ensure_file`),
-not when the segment is made: a new replica is then its directory and one `.log` (topic creation
+not when the segment is made: a new replica has no file until its first write (topic creation
 makes thousands at once). An empty `.log` without index files loads as empty indexes; a non-empty
 one without them is rebuilt from the `.log`, as after a crash.
 

@@ -32,6 +32,7 @@ per-partition executor while reading from the event loop.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import shutil
 import struct
@@ -158,7 +159,8 @@ class Log:
     """One partition's segments, leader-epoch cache and offsets.
 
     Open with the recovery point and log start offset from the log dir's checkpoints and the
-    clean-shutdown flag (`LogManager` does this); a missing dir is created.
+    clean-shutdown flag (`LogManager` does this); a missing dir is created (with `make_dir=False`
+    by the log's first file: `has_dir`).
     """
 
     def __init__(
@@ -173,8 +175,11 @@ class Log:
         topic_partition: TopicPartition | None = None,
         file_cache: FileCache | None = None,
         listing: list[str] | None = None,
+        make_dir: bool = True,
     ) -> None:
-        """`listing`: the names in `dir_path`, just listed by the caller (start-up)."""
+        """`listing`: the names in `dir_path`, just listed by the caller (start-up). `make_dir`
+        False: a missing directory of a new log from offset 0 is made by the log's first file
+        (`_ensure_dir`), not now (`LogManager.get_or_create_log`: a topic's creation)."""
         # Path(a Path) parses it again: not for each of a start-up's thousands of logs
         self.dir_path = dir_path if isinstance(dir_path, Path) else Path(dir_path)
         self._file_cache = file_cache  # None: the process-wide one (`default_file_cache`)
@@ -193,6 +198,10 @@ class Log:
         self._cleaning_done: threading.Condition | None = None
         self.cleaning_aborted = False  # polled by the cleaner between batches
         self._dir_dirty = False
+        self._parent_dirty = False
+        """The directory was made after the log was opened (`_ensure_dir`): the next flush fsyncs
+        its parent too before the recovery point moves, as the manager's `sync_created_dirs` did
+        for a directory made with the log."""
         self._roll_flush_offset = -1  # a rolled segment still to fsync (see flush_if_due)
         self.last_flush_ms = self._now_ms()
         self.recovery_point = recovery_point
@@ -210,6 +219,7 @@ class Log:
         # which snapshots it there as Kafka does: an unclean restart replays from the snapshot at
         # or below its first re-validated segment, so that replay stays one segment long)
         self.on_roll: Callable[[int], None] = lambda base: None
+        self.has_dir = True  # while the loader runs: it makes or lists the directory itself
         self.epochs, loaded = open_log_dir(
             self.dir_path,
             self._new_segment,
@@ -218,7 +228,11 @@ class Log:
             recovery_point,
             log_start_offset,
             listing=listing,
+            make_dir=make_dir,
         )
+        self.has_dir = loaded.dir_made
+        """False until the first file of a log opened with `make_dir=False` makes the directory:
+        such a log holds nothing, so it has nothing to lose, rename or load."""
         self._segments = loaded.segments
         self._bases = [seg.base_offset for seg in loaded.segments]
         self._leo = loaded.log_end_offset
@@ -237,9 +251,31 @@ class Log:
 
     # ---- segments -------------------------------------------------------------------------------
 
+    def _ensure_dir(self) -> None:
+        """Make the directory of a log opened without one, before its first file. Every file of a
+        log comes after a batch (the `.log` by the append, indexes, epoch checkpoint, producer
+        snapshots, `.txnindex`, the cleaner's) or with a segment made at once (`_new_segment`:
+        a roll, a restart at another offset), and each of those calls this first."""
+        if self.has_dir:
+            return
+        try:
+            os.mkdir(self.dir_path)
+        except OSError as e:
+            if not (isinstance(e, FileExistsError) and os.path.isdir(self.dir_path)):
+                # the data dir failed (or vanished, or holds a file of that name): the broker
+                # takes it offline, as for any failed write
+                raise LogDirIOError(
+                    f"{self}: making its directory failed: {e}", path=str(self.dir_path)
+                ) from e
+        self.has_dir = True
+        self._dir_dirty = True  # and the entries of the files made in it next
+        self._parent_dirty = True
+
     def _new_segment(
         self, base_offset: int, *, suffix: str = "", create: bool = True, log_on_first_write: bool = False
     ) -> LogSegment:
+        if create and not log_on_first_write and not self.has_dir:
+            self._ensure_dir()  # the segment's `.log` is made now
         return LogSegment(
             self.dir_path,
             base_offset,
@@ -371,6 +407,8 @@ class Log:
                 raise RecordBatchTooLargeError(
                     f"{size} bytes can never fit in a segment of segment.bytes={config.segment_bytes}"
                 )
+            if not self.has_dir:
+                self._ensure_dir()  # the `.log` (and every later file) goes in it
             seg = self._segments[-1]
             if seg.should_roll(now_ms, size, max_ts, last, config.segment_bytes, self._roll_ms):
                 try:
@@ -771,6 +809,9 @@ class Log:
         if fsync and self._dir_dirty:
             fsync_dir(self.dir_path)
             self._dir_dirty = False
+        if fsync and self._parent_dirty:
+            fsync_dir(self.dir_path.parent)
+            self._parent_dirty = False
         if up_to > start:
             self.recovery_point = up_to
         if self._roll_flush_offset <= up_to:

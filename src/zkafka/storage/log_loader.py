@@ -70,6 +70,7 @@ def open_log_dir(
     log_start_offset: int,
     *,
     listing: list[str] | None = None,
+    make_dir: bool = True,
 ) -> tuple[LeaderEpochCache, LoadedLog]:
     """A log's leader-epoch cache and segments: loaded from its directory, or, when the directory
     does not exist yet, a new empty log in a directory made here. A directory this call made holds
@@ -77,15 +78,31 @@ def open_log_dir(
     is first written (topic creation makes thousands of logs at once). `listing`: the names in the
     directory, listed by the caller (the log manager's start-up, `prefetch_listings`), so no
     `mkdir` is tried first. One listing serves the whole load: a broker restarting with tens of
-    thousands of replicas pays a few system calls each, not a dozen."""
+    thousands of replicas pays a few system calls each, not a dozen.
+
+    Without `make_dir` a directory that does not exist is not made either: the new log (from
+    offset 0 only) is then `LoadedLog.dir_made` False, and its owner makes the directory before
+    its first file (`Log._ensure_dir`). A `mkdir` is most of what a new replica costs the file
+    system (~70 us of CPU on ext4, against a few for the failed listing), and a topic's creation
+    makes one per replica."""
     if listing is None:
-        try:
-            dir_path.mkdir()
-        except FileExistsError:
-            listing = os.listdir(dir_path)
+        if not make_dir and log_start_offset == 0:
+            try:
+                listing = os.listdir(dir_path)
+            except FileNotFoundError:
+                epochs = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
+                loaded = LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
+                loaded.changed = False
+                loaded.dir_made = False
+                return epochs, loaded
         else:
-            epochs = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
-            return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
+            try:
+                dir_path.mkdir()
+            except FileExistsError:
+                listing = os.listdir(dir_path)
+            else:
+                epochs = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
+                return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
     epochs, rebuild_epochs = load_epoch_cache(dir_path, LEADER_EPOCH_CHECKPOINT in listing)
     loaded = LogLoader(dir_path, new_segment, epochs, name).load(
         had_clean_shutdown, recovery_point, log_start_offset, rebuild_epochs, listing
@@ -140,6 +157,8 @@ class LoadedLog:
     """After an unclean shutdown, the base offset of the first segment re-validated: from there on
     the `.txnindex` files may have lost entries with the page cache (a power loss), and the owner
     of the producer state re-adds them as it replays the markers (Kafka's recoverSegment)."""
+    dir_made: bool = True
+    """The directory exists (False: a new empty log whose directory waits for its first file)."""
 
 
 @dataclass

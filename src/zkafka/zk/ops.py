@@ -1,22 +1,20 @@
 """ZooKeeper `multi` operations as plain values.
 
 The controller builds lists of these (without importing kazoo) and hands them to
-`KafkaZkClient.fenced_multi`, which prefixes a check on `/controller_epoch`. `apply_ops` turns them into
-a kazoo transaction; `first_failure` finds the operation that made a multi fail (ZooKeeper reports the
-operations before it as rolled back and those after it as "runtime inconsistency").
+`KafkaZkClient.fenced_multi`, which prefixes a check on `/controller_epoch`. `zk.multi_write` encodes
+them as one ZooKeeper request (paths below the chroot by `chrooted`); `first_failure` finds the
+operation that made a multi fail (ZooKeeper reports the operations before it as rolled back and those
+after it as "runtime inconsistency").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.client import TransactionRequest
 from kazoo.exceptions import RolledBackError, RuntimeInconsistency, ZookeeperError
 from kazoo.protocol.paths import _prefix_root
-from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData
-from kazoo.security import ACL
 
 from zkafka.zk.model import ANY_VERSION
 
@@ -27,7 +25,6 @@ __all__ = [
     "MultiOpFailure",
     "Op",
     "SetDataOp",
-    "apply_ops",
     "chrooted",
     "first_failure",
 ]
@@ -67,31 +64,6 @@ class CheckOp:
 
 
 Op = CreateOp | SetDataOp | DeleteOp | CheckOp
-
-
-def apply_ops(tx: TransactionRequest, ops: Sequence[Op], acls: Callable[[str], list[ACL]]) -> None:
-    """Add `ops` to `tx`; a created znode gets `acls(path)` (the session's `zookeeper.set.acl` choice).
-
-    The kazoo requests are built here rather than through `tx.create` & co.: those re-check every
-    argument's type, log each operation and re-normalise the chroot and the path (`normpath`, `join`
-    twice per operation), ~40 us per operation, i.e. most of the controller's client CPU when a
-    topic creation writes 30,000 znodes. The path is prefixed as kazoo does (`chrooted`)."""
-    root = tx.client.chroot or ""
-    add = tx.operations.append
-    tx._check_tx_state()  # a committed transaction refuses more operations, as tx.create would
-    for op in ops:
-        match op:
-            case CreateOp():
-                flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
-                add(Create(chrooted(root, op.path), op.data, acls(op.path), flags))
-            case SetDataOp():
-                add(SetData(chrooted(root, op.path), op.data, op.version))
-            case DeleteOp():
-                add(Delete(chrooted(root, op.path), op.version))
-            case CheckOp():
-                add(CheckVersion(chrooted(root, op.path), op.version))
-            case _:
-                raise TypeError(f"not a ZooKeeper operation: {op!r}")
 
 
 def chrooted(root: str, path: str) -> str:

@@ -48,7 +48,8 @@ from zkafka.zk.connect import ConnectString, parse_connect_string
 from zkafka.zk.errors import ZkConnectionError
 from zkafka.zk.model import ANY_VERSION
 from zkafka.zk.multi_read import MultiGetData, server_supports
-from zkafka.zk.ops import Op, apply_ops, first_failure
+from zkafka.zk.multi_write import encode_multi
+from zkafka.zk.ops import Op, first_failure
 from zkafka.zk.poll_handler import PollHandler
 from zkafka.zk.znode_acls import DigestCredentials, default_acls
 
@@ -459,14 +460,21 @@ class ZkSession:
     def multi(self, ops: Sequence[Op]) -> list[Any]:
         """One atomic ZooKeeper multi; raises the failing operation's kazoo exception (with
         `op_index` set on it) if any operation fails. Not retried: callers know how to recover."""
-        tx = self._zk.transaction()
-        apply_ops(tx, ops, self.acls)
-        results = list(tx.commit())
+        results = list(self.send_multi(ops).get())
         failure = first_failure(results)
         if failure is not None:
             failure.error.op_index = failure.index  # type: ignore[attr-defined]
             raise failure.error
         return results
+
+    def send_multi(self, ops: Sequence[Op]) -> Any:
+        """Send `ops` as one multi, without waiting: kazoo's async result, whose value is the
+        per-operation results (what its `TransactionRequest.commit_async` gives). Encoded here
+        (`zk.multi_write`: the same bytes, a fraction of kazoo's CPU per operation); a created
+        znode gets its path's ACLs (`acls`)."""
+        result = self._zk.handler.async_result()
+        self._zk._call(encode_multi(self._zk.chroot or "", ops, self.acls), result)
+        return result
 
     def list_recursive(self, path: str) -> list[str]:
         """`path` and all its descendants, children before parents (deletion order)."""

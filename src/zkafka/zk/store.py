@@ -26,7 +26,7 @@ from zkafka.zk.errors import (
     ControllerMovedError,
     ZkError,
 )
-from zkafka.zk.ops import CheckOp, CreateOp, DeleteOp, Op, SetDataOp, apply_ops, first_failure
+from zkafka.zk.ops import CheckOp, CreateOp, DeleteOp, Op, SetDataOp, first_failure
 from zkafka.zk.session import ZkSession, chunked
 from zkafka.zk.znodes import (
     ControllerEpochZNode,
@@ -116,9 +116,7 @@ class ZkStore(ZkSession):
         check = CheckOp(ControllerEpochZNode.path(), epoch_zk_version)
         pending = []
         for key, ops in batches:
-            tx = self._zk.transaction()
-            apply_ops(tx, [check, *ops], self.acls)
-            pending.append((key, ops, tx.commit_async()))
+            pending.append((key, ops, self.send_multi([check, *ops])))
         out: dict[Any, list[Any] | Exception] = {}
         moved = False
         for key, ops, async_result in pending:
@@ -160,9 +158,7 @@ class ZkStore(ZkSession):
         check = CheckOp(ControllerEpochZNode.path(), epoch_zk_version)
         pending = []
         for chunk in multi_chunks(items, max_bytes, max_ops):
-            tx = self._zk.transaction()
-            apply_ops(tx, [check, *(op for _, op in chunk)], self.acls)
-            pending.append((chunk, tx.commit_async()))
+            pending.append((chunk, self.send_multi([check, *(op for _, op in chunk)])))
         out: dict[Any, Any | Exception] = {}
         retry: list[tuple[Any, Op]] = []
         moved = False
