@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -37,7 +38,10 @@ def test_the_log_load_uses_the_dynamic_recovery_threads(
         bootstrap = ("--bootstrap-server", c.bootstrap_servers, "--entity-type", "brokers")
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
         for f in admin.create_topics([NewTopic("t", 1, 1)]).values():
-            f.result(30)  # answered once the broker has the partition, hence its log
+            f.result(30)
+        producer = Producer({"bootstrap.servers": c.bootstrap_servers})
+        producer.produce("t", b"x")  # a log that was never written has no directory to load
+        assert producer.flush(30) == 0
         kazoo = KazooClient(hosts=c.zookeeper_connect)
         kazoo.start(timeout=30)
         try:
