@@ -148,6 +148,8 @@ class LogManager:
         self._locks: list[_DirLock] = []
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._high_watermarks_written: dict[Path, dict[TopicPartition, int]] = {}
+        """What each dir's `replication-offset-checkpoint` holds, as this manager last wrote it."""
         self._pending_dir_deletes: list[tuple[int, Path]] = []
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._closed = False
@@ -509,13 +511,26 @@ class LogManager:
             self._checkpoint_dir(d, recovery=False, starts=False, cleaner=True)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions."""
+        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions; a
+        dir whose file already holds exactly those (this manager wrote them last) is left alone:
+        with tens of thousands of idle replicas the file was formatted and rewritten unchanged
+        every `replica.high.watermark.checkpoint.interval.ms`. The partitions are grouped by
+        their dir object in one pass (comparing `Path`s per partition and dir cost more than
+        the rest)."""
         with self._lock:
-            self._high_watermarks.update({tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
-            for d in self.log_dirs:
-                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: hw for tp, hw in self._high_watermarks.items() if self._dir_of.get(tp) == d}
-                )
+            logs = self._logs
+            self._high_watermarks.update({tp: hw for tp, hw in high_watermarks.items() if tp in logs})
+            by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            dir_of = self._dir_of
+            for tp, hw in self._high_watermarks.items():
+                d = dir_of.get(tp)
+                if d is not None:
+                    by_dir[d][tp] = hw
+            for d, offsets in by_dir.items():
+                if self._high_watermarks_written.get(d) == offsets:
+                    continue
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+                self._high_watermarks_written[d] = offsets
 
     def high_watermark_checkpoint(self, topic: str, partition: int) -> int | None:
         """The HW read from (or last written to) `replication-offset-checkpoint`."""
