@@ -141,6 +141,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        """Each log's data dir: always one of the `log_dirs` objects themselves (grouped by identity)."""
         self._count_in_dir: Counter[Path] = Counter()
         """Logs per dir, kept with `_dir_of` (choosing a dir for a new log must not scan every log)."""
         self._unsynced_dirs: set[Path] = set()
@@ -515,17 +516,23 @@ class LogManager:
         dir whose file already holds exactly those (this manager wrote them last) is left alone:
         with tens of thousands of idle replicas the file was formatted and rewritten unchanged
         every `replica.high.watermark.checkpoint.interval.ms`. The partitions are grouped by
-        their dir object in one pass (comparing `Path`s per partition and dir cost more than
-        the rest)."""
+        the identity of their dir (one of `log_dirs`) in one pass: `Path` equality and hashing
+        are Python code, and cost more per partition than the rest."""
         with self._lock:
             logs = self._logs
-            self._high_watermarks.update({tp: hw for tp, hw in high_watermarks.items() if tp in logs})
-            by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            saved = self._high_watermarks
+            saved.update({tp: hw for tp, hw in high_watermarks.items() if tp in logs})
             dir_of = self._dir_of
-            for tp, hw in self._high_watermarks.items():
-                d = dir_of.get(tp)
-                if d is not None:
-                    by_dir[d][tp] = hw
+            by_dir: dict[Path, dict[TopicPartition, int]]
+            if len(self.log_dirs) == 1:
+                by_dir = {self.log_dirs[0]: {tp: hw for tp, hw in saved.items() if tp in dir_of}}
+            else:
+                by_id: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self.log_dirs}
+                for tp, hw in saved.items():
+                    d = dir_of.get(tp)
+                    if d is not None:
+                        by_id[id(d)][tp] = hw
+                by_dir = {d: by_id[id(d)] for d in self.log_dirs}
             for d, offsets in by_dir.items():
                 if self._high_watermarks_written.get(d) == offsets:
                     continue
