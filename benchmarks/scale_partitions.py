@@ -198,17 +198,25 @@ def time_startup(
     phase: str,
     run: Run,
     label: str,
+    zk_pid: int | None = None,
 ) -> None:
     """Start `broker` and add to `run`: seconds until it is registered and until it is in the ISR
     of every path that assigns it a replica (`paths`), and the broker's CPU seconds until each
-    (less dependent on the machine's load than the wall clock). With `--py-spy` the broker is
-    sampled from its start until it is back in every ISR (`<phase>-b<broker>.txt`)."""
+    (less dependent on the machine's load than the wall clock), and the other brokers' CPU over
+    the same span (the leaders add it back to the ISRs). With `--py-spy` the broker is sampled
+    from its start until it is back in every ISR (`<phase>-b<broker>.txt`), and so are the
+    others (`<phase>-leader-b<id>.txt`)."""
+    others = {b: cluster.brokers[b].pid for b in cluster.brokers if b != broker and cluster.broker_alive(b)}
+    others_cpu0 = sum(cpu_seconds(p) for p in others.values())
+    zk_cpu0 = cpu_seconds(zk_pid) if zk_pid else 0.0
+    own_cpu0 = time.process_time()  # this poller's own share of the 2 cores (its reads of ZooKeeper)
     t0 = time.perf_counter()
     cluster.start_broker(broker)
     pid = cluster.brokers[broker].pid
     registered = registered_cpu = None
     pending = list(paths)
-    with profiled(args, phase, {f"b{broker}": pid}):
+    sampled = {f"b{broker}": pid, **{f"leader-b{b}": p for b, p in others.items()}}
+    with profiled(args, phase, sampled):
         while time.perf_counter() - t0 < args.timeout:
             if not cluster.broker_alive(broker):
                 raise RuntimeError(f"broker {broker} exited; see {cluster.brokers[broker].log_path}")
@@ -220,6 +228,9 @@ def time_startup(
                 pending = [p for p in pending if p not in states or broker not in states[p]["isr"]]
                 if not pending:
                     isr, isr_cpu = time.perf_counter() - t0, cpu_seconds(pid)
+                    others_cpu = sum(cpu_seconds(p) for p in others.values()) - others_cpu0
+                    zk_cpu = f", ZooKeeper's {cpu_seconds(zk_pid) - zk_cpu0:.1f} s" if zk_pid else ""
+                    own_cpu = time.process_time() - own_cpu0
                     run.add(
                         f"{label}: registered", registered, "s", note=f"broker CPU {registered_cpu:.1f} s"
                     )
@@ -229,7 +240,10 @@ def time_startup(
                         "s",
                         STARTUP_AIM_S,
                         False,
-                        note=f"broker CPU {isr_cpu:.1f} s",
+                        note=(
+                            f"broker CPU {isr_cpu:.1f} s, the others' {others_cpu:.1f} s{zk_cpu}, "
+                            f"this poller's {own_cpu:.1f} s"
+                        ),
                     )
                     return
             time.sleep(0.2)
@@ -335,7 +349,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {controller} (recovery after SIGKILL)")
                     time_startup(
-                        cluster, zk, controller, held, args, f"{total}-startup", run, "start-up after SIGKILL"
+                        cluster,
+                        zk,
+                        controller,
+                        held,
+                        args,
+                        f"{total}-startup",
+                        run,
+                        "start-up after SIGKILL",
+                        zk_pid,
                     )
 
             if "brokerkill" not in args.skip:
@@ -394,6 +416,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                         f"{total}-brokerkill-startup",
                         run,
                         "start-up after broker SIGKILL",
+                        zk_pid,
                     )
 
             if "shutdown" not in args.skip:
@@ -438,7 +461,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {victim} (clean)")
                     time_startup(
-                        cluster, zk, victim, held, args, f"{total}-clean-startup", run, "clean start-up"
+                        cluster,
+                        zk,
+                        victim,
+                        held,
+                        args,
+                        f"{total}-clean-startup",
+                        run,
+                        "clean start-up",
+                        zk_pid,
                     )
 
             if "down" not in args.skip:

@@ -11,8 +11,9 @@ all (an election), `conditional_update_partition_states` of all (leaders' ISR ch
 `kazoo`, kazoo's own selector-per-call threading handler and pipelined getData (zkafka before
 these changes); `poll`, zkafka's handler (`zk.poll_handler`) and pipelined getData; `multiread`,
 zkafka's handler and multiRead (`zk.multi_read`, what the session does on ZooKeeper 3.6+).
-Prints the median of the rounds and the client's CPU seconds per 10,000 znodes read (CPU, unlike
-wall time, hardly depends on what else the machine runs). Nothing is asserted.
+Prints the median of the rounds and the client's CPU seconds per 10,000 znodes read and per
+10,000 leader writes (CPU, unlike wall time, hardly depends on what else the machine runs).
+Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def run(connect: str, partitions: int, rounds: int, multi_read: bool) -> dict[st
         )
         timings: dict[str, list[float]] = {"read": [], "controller write": [], "leader write": []}
         read_cpu: list[float] = []
+        leader_cpu: list[float] = []
         for _ in range(rounds):
             t0, c0 = time.perf_counter(), time.process_time()
             states = zk.get_partition_states(tps)
@@ -67,12 +69,17 @@ def run(connect: str, partitions: int, rounds: int, multi_read: bool) -> dict[st
                 tp: (LeaderAndIsr(2, lai.leader_epoch, (2, 1), zk_version=written.successful[tp]), epoch)
                 for tp, lai in elected.items()
             }
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             results = zk.conditional_update_partition_states(grown)
             timings["leader write"].append(time.perf_counter() - t0)
+            leader_cpu.append(time.process_time() - c0)
             assert all(ok for ok, _ in results.values())
         rates = {k: partitions / statistics.median(v) for k, v in timings.items()}
-        return {**rates, "read CPU": statistics.median(read_cpu) * 10_000 / partitions}
+        return {
+            **rates,
+            "read CPU": statistics.median(read_cpu) * 10_000 / partitions,
+            "leader write CPU": statistics.median(leader_cpu) * 10_000 / partitions,
+        }
     finally:
         zk.close()
 
@@ -87,7 +94,16 @@ def main() -> None:
     args = ap.parse_args()
     console = Console(width=120)
     table = Table(title="partition state znodes per second (median of rounds)")
-    for column in ("setup", "partitions", "read", "read CPU per 10,000", "controller write", "leader write"):
+    columns = (
+        "setup",
+        "partitions",
+        "read",
+        "read CPU per 10,000",
+        "controller write",
+        "leader write",
+        "leader write CPU per 10,000",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
     original = zk_session.PollHandler
     with ZooKeeperServer() as server:
@@ -105,6 +121,7 @@ def main() -> None:
                         f"{r['read CPU']:.2f} s",
                         f"{r['controller write']:,.0f}/s",
                         f"{r['leader write']:,.0f}/s",
+                        f"{r['leader write CPU']:.2f} s",
                     )
             finally:
                 zk_session.PollHandler = original  # type: ignore[misc]

@@ -115,6 +115,40 @@ def test_restart_after_clean_shutdown(tmp_path: Path) -> None:
     mgr2.shutdown()
 
 
+def test_high_watermark_checkpoint_rewrites_only_dirs_whose_values_changed(tmp_path: Path) -> None:
+    d1, d2 = (tmp_path / "a").absolute(), (tmp_path / "b").absolute()
+    mgr = manager([d1, d2])
+    for p in range(4):
+        mgr.get_or_create_log("t", p)
+    in_d1 = [TP("t", p) for p in range(4) if mgr.log_dir_of("t", p) == d1]
+    in_d2 = [TP("t", p) for p in range(4) if mgr.log_dir_of("t", p) == d2]
+    hws = {TP("t", p): 10 + p for p in range(4)}
+
+    def files() -> dict[Path, tuple[int, dict[TP, int]]]:
+        """Each dir's checkpoint: its inode (a rewrite replaces the file) and its entries."""
+        out = {}
+        for d in (d1, d2):
+            path = d / "replication-offset-checkpoint"
+            out[d] = (path.stat().st_ino, OffsetCheckpointFile(path).read())
+        return out
+
+    mgr.checkpoint_high_watermarks(hws)
+    first = files()
+    assert first[d1][1] == {tp: hws[tp] for tp in in_d1} and first[d2][1] == {tp: hws[tp] for tp in in_d2}
+    mgr.checkpoint_high_watermarks(hws)  # nothing changed: neither file is written again
+    assert files() == first
+    mgr.checkpoint_high_watermarks({**hws, in_d1[0]: 99})  # only d1's file holds a changed value
+    second = files()
+    assert second[d2] == first[d2]
+    assert second[d1][0] != first[d1][0] and second[d1][1] == {**first[d1][1], in_d1[0]: 99}
+    # a deleted log leaves its dir's checkpoint at the next write, and is not read back
+    mgr.delete_log("t", in_d2[0].partition)
+    mgr.checkpoint_high_watermarks({**hws, in_d1[0]: 99})
+    assert files()[d2][1] == {tp: hws[tp] for tp in in_d2[1:]}
+    assert mgr.high_watermark_checkpoint("t", in_d2[0].partition) is None
+    mgr.shutdown()
+
+
 def test_restart_after_crash_recovers(tmp_path: Path) -> None:
     d = tmp_path / "a"
     mgr = manager([d])

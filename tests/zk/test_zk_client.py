@@ -544,6 +544,40 @@ def test_leader_conditional_isr_updates_pipelined(zk: KafkaZkClient) -> None:
     assert zk.conditional_update_partition_states({}) == {}
 
 
+def test_leader_isr_updates_go_as_multis_and_a_failed_chunk_is_written_one_by_one(zk: KafkaZkClient) -> None:
+    """Thousands of leader ISR writes go as a few multis; a stale zkVersion rolls its whole chunk
+    back, and that chunk's partitions still each get their own outcome."""
+    epoch, epoch_zk_version = _controller(zk)
+    n = 2500  # more than one multi's worth (store.MULTI_MAX_OPS)
+    zk.create_topic_assignment("big", {p: [1, 2] for p in range(n)}, validate=False)
+    tps = [TopicPartition("big", p) for p in range(n)]
+    zk.create_topic_partition_states(
+        {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1]), epoch) for tp in tps},
+        epoch_zk_version,
+    )
+    stale = tps[2200]  # changed behind the leader's back: its write must fail, not roll back others
+    assert zk.conditional_update_partition_state(stale, LeaderAndIsr(1, 0, (1, 3)), epoch)[0]
+    expanded = LeaderAndIsr(1, 0, (1, 2), zk_version=0)
+    results = zk.conditional_update_partition_states({tp: (expanded, epoch) for tp in tps})
+    assert results == {tp: ((False, -1) if tp == stale else (True, 1)) for tp in tps}
+    states = zk.get_partition_states(tps)
+    assert {tp for tp, s in states.items() if s.leader_and_isr.isr == (1, 2)} == set(tps) - {stale}
+    assert states[stale].leader_and_isr.isr == (1, 3)
+
+
+def test_batched_multis_leave_the_keys_of_failed_chunks(zk: KafkaZkClient) -> None:
+    """Chunks that apply report each operation's result; a chunk with a failing operation is
+    rolled back whole (nothing of it written) and its keys are left to the caller."""
+    for i in range(5):
+        zk.create(f"/bm/{i}", b"0", makepath=True)
+    items = [(i, SetDataOp(f"/bm/{i}", b"1", 0 if i != 2 else 7)) for i in range(5)]
+    done, left = zk.batched_multis(items, max_ops=2)  # chunks [0, 1], [2, 3], [4]
+    assert sorted(done) == [0, 1, 4] and all(stat.version == 1 for stat in done.values())
+    assert left == [2, 3]
+    assert [zk.get_data(f"/bm/{i}")[0] for i in range(5)] == [b"1", b"1", b"0", b"0", b"1"]  # type: ignore[index]
+    assert zk.batched_multis([]) == ({}, [])
+
+
 # -- topics --------------------------------------------------------------------------------------------
 
 

@@ -141,6 +141,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        """Each log's data dir: always one of the `log_dirs` objects themselves (grouped by identity)."""
         self._count_in_dir: Counter[Path] = Counter()
         """Logs per dir, kept with `_dir_of` (choosing a dir for a new log must not scan every log)."""
         self._unsynced_dirs: set[Path] = set()
@@ -148,6 +149,8 @@ class LogManager:
         self._locks: list[_DirLock] = []
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._high_watermarks_written: dict[Path, dict[TopicPartition, int]] = {}
+        """What each dir's `replication-offset-checkpoint` holds, as this manager last wrote it."""
         self._pending_dir_deletes: list[tuple[int, Path]] = []
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._closed = False
@@ -528,13 +531,32 @@ class LogManager:
             self._checkpoint_dir(d, recovery=False, starts=False, cleaner=True)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions."""
+        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions; a
+        dir whose file already holds exactly those (this manager wrote them last) is left alone:
+        with tens of thousands of idle replicas the file was formatted and rewritten unchanged
+        every `replica.high.watermark.checkpoint.interval.ms`. The partitions are grouped by
+        the identity of their dir (one of `log_dirs`) in one pass: `Path` equality and hashing
+        are Python code, and cost more per partition than the rest."""
         with self._lock:
-            self._high_watermarks.update({tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
-            for d in self.log_dirs:
-                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: hw for tp, hw in self._high_watermarks.items() if self._dir_of.get(tp) == d}
-                )
+            logs = self._logs
+            saved = self._high_watermarks
+            saved.update({tp: hw for tp, hw in high_watermarks.items() if tp in logs})
+            dir_of = self._dir_of
+            by_dir: dict[Path, dict[TopicPartition, int]]
+            if len(self.log_dirs) == 1:
+                by_dir = {self.log_dirs[0]: {tp: hw for tp, hw in saved.items() if tp in dir_of}}
+            else:
+                by_id: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self.log_dirs}
+                for tp, hw in saved.items():
+                    d = dir_of.get(tp)
+                    if d is not None:
+                        by_id[id(d)][tp] = hw
+                by_dir = {d: by_id[id(d)] for d in self.log_dirs}
+            for d, offsets in by_dir.items():
+                if self._high_watermarks_written.get(d) == offsets:
+                    continue
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+                self._high_watermarks_written[d] = offsets
 
     def high_watermark_checkpoint(self, topic: str, partition: int) -> int | None:
         """The HW read from (or last written to) `replication-offset-checkpoint`."""

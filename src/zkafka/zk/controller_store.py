@@ -231,10 +231,35 @@ class ControllerStoreMixin(ZkStore):
         self, updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]]
     ) -> dict[TopicPartition, tuple[bool, int]]:
         """Many `conditional_update_partition_state`s (partition -> (state, controller epoch),
-        each conditional on its state's zk_version), pipelined: one round trip for all rather than
-        one each, when a leader changes the ISR of thousands of partitions at once (a follower
-        came back, or went away). Each keeps its own outcome; one whose answer was lost is
-        written again through the single-partition path, which recognises its own write."""
+        each conditional on its state's zk_version), when a leader changes the ISR of thousands
+        of partitions at once (a follower came back, or went away): as multis of many setData
+        (`batched_multis`; unfenced, as the single write: the zkVersion is the condition), one
+        ZooKeeper transaction per chunk instead of one request per partition. A chunk that fails
+        (a stale zkVersion rolls back its neighbours too) or whose answer was lost is written
+        again pipelined, partition by partition, so each keeps its own outcome."""
+        items = [
+            (
+                tp,
+                SetDataOp(
+                    TopicPartitionStateZNode.path(tp),
+                    TopicPartitionStateZNode.encode(lai, epoch),
+                    lai.zk_version,
+                ),
+            )
+            for tp, (lai, epoch) in updates.items()
+        ]
+        applied, left = self.batched_multis(items)
+        out = {tp: (True, int(stat.version)) for tp, stat in applied.items()}
+        if left:
+            out.update(self._pipelined_state_updates({tp: updates[tp] for tp in left}))
+        return out
+
+    def _pipelined_state_updates(
+        self, updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]]
+    ) -> dict[TopicPartition, tuple[bool, int]]:
+        """`conditional_update_partition_state` of each, pipelined (one round trip for all); one
+        whose answer was lost is written again through the single-partition path, which
+        recognises its own write, and a BADVERSION is read back for the same reason."""
         pending = [
             (
                 tp,

@@ -183,6 +183,39 @@ class ZkStore(ZkSession):
                 out[key] = result if isinstance(result, Exception) else result[0]
         return out
 
+    def batched_multis(
+        self,
+        items: Sequence[tuple[Any, Op]],
+        max_bytes: int = MULTI_MAX_BYTES,
+        max_ops: int = MULTI_MAX_OPS,
+    ) -> tuple[dict[Any, Any], list[Any]]:
+        """Many independent single-operation writes that need no fencing (each carries its own
+        condition), as few multis as fit in `max_bytes` and `max_ops` each, all sent back to back:
+        ZooKeeper commits a multi as one transaction, so thousands of writes cost a few requests
+        rather than one each (client and server). Returns (key -> the operation's result for the
+        multis that were applied, the keys of the others). A multi is atomic: one failing
+        operation, or a lost answer, leaves its whole chunk to the caller, who sends those again
+        one by one to learn each outcome (a lost answer may hide an applied multi: the caller's
+        single writes must recognise their own)."""
+        pending = []
+        for chunk in multi_chunks(items, max_bytes, max_ops):
+            tx = self._zk.transaction()
+            apply_ops(tx, [op for _, op in chunk], self.acls)
+            pending.append((chunk, tx.commit_async()))
+        done: dict[Any, Any] = {}
+        left: list[Any] = []
+        for chunk, async_result in pending:
+            try:
+                results = list(async_result.get())
+            except FENCED_RETRY:
+                left.extend(key for key, _ in chunk)
+                continue
+            if first_failure(results) is None:
+                done.update((key, result) for (key, _), result in zip(chunk, results, strict=True))
+            else:
+                left.extend(key for key, _ in chunk)
+        return done, left
+
     def fenced_delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
         """Delete `path` and its subtree, every batch fenced. False if it did not exist."""
         deleted_any = False
