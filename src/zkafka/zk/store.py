@@ -199,9 +199,7 @@ class ZkStore(ZkSession):
         single writes must recognise their own)."""
         pending = []
         for chunk in multi_chunks(items, max_bytes, max_ops):
-            tx = self._zk.transaction()
-            apply_ops(tx, [op for _, op in chunk], self.acls)
-            pending.append((chunk, tx.commit_async()))
+            pending.append((chunk, self.send_multi([op for _, op in chunk])))
         done: dict[Any, Any] = {}
         left: list[Any] = []
         for chunk, async_result in pending:
