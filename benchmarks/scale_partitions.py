@@ -8,6 +8,8 @@ For each size in `--partitions` (a fresh ZooKeeper chroot and cluster each):
 1. **create**: topics of `--topic-size` partitions through confluent-kafka's AdminClient, timed
    until every partition's state znode names a leader (pipelined ZooKeeper reads). Aim >= 5,000
    partitions/s.
+   Then `--records-per-partition` records (default 1) are written to every partition, acks=all:
+   a replica that was never written has no directory, and the start-ups below would load nothing.
 2. **idle**: each broker's RSS growth per replica it holds (RSS after creation minus before, over
    its replicas), open descriptors, CPU while idle. Aim <= 8 KiB RSS per replica.
 3. **controller SIGKILL**: the controller (which leads about a third) is killed; from the moment the
@@ -252,6 +254,34 @@ def time_startup(
     )
 
 
+def write_every_partition(bootstrap: str, names: list[str], size: int, records: int, timeout: float) -> float:
+    """Seconds to write `records` 100 B records to every partition (acks=all, so every replica in
+    the ISR holds them): a replica that was never written has no directory, so without this the
+    start-ups below would load nothing but the internal topics."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 50,
+            "queue.buffering.max.messages": 2_000_000,
+            "message.timeout.ms": int(timeout * 1000),
+        }
+    )
+    value = b"x" * 100
+    t0 = time.perf_counter()
+    for _ in range(records):
+        for name in names:
+            for p in range(size):
+                producer.produce(name, value, partition=p)
+            producer.poll(0)
+    left = producer.flush(timeout)
+    if left:
+        raise TimeoutError(f"{left:,} records not acknowledged after {timeout:.0f} s")
+    return time.perf_counter() - t0
+
+
 def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, console: Console) -> Run:
     run = Run(total)
     topic_size = min(args.topic_size, total)
@@ -308,6 +338,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
 
             full = wait_full_isr(zk, paths, rf, args.timeout)
             run.add("create: then every ISR complete", full, "s")
+            if args.records_per_partition > 0:
+                each = args.records_per_partition
+                console.print(f"[{total:,}] writing {each} record(s) to every partition")
+                written = write_every_partition(
+                    cluster.bootstrap_servers, names, topic_size, args.records_per_partition, args.timeout
+                )
+                run.add(
+                    f"write {args.records_per_partition} record(s) to every partition, acks=all", written, "s"
+                )
             time.sleep(args.idle_seconds)  # let the followers' first fetches settle
             states = read_states(zk, paths)
             replicas_on = {b: sum(1 for s in states.values() if b in s["isr"]) for b in pids}
@@ -514,6 +553,13 @@ def main() -> None:
     ap.add_argument("--brokers", type=int, default=3)
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--create-batch", type=int, default=10, help="topics per CreateTopics request")
+    ap.add_argument(
+        "--records-per-partition",
+        type=int,
+        default=1,
+        help="records written to every partition after creation (0: none; a never-written replica has "
+        "no directory, so the start-ups then load nothing)",
+    )
     ap.add_argument("--idle-seconds", type=float, default=3.0)
     ap.add_argument("--work-dir", help="where the brokers' directories go (default: the temp dir)")
     ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
