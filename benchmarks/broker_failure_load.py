@@ -26,14 +26,13 @@ import argparse
 import asyncio
 import cProfile
 import logging
-import multiprocessing
 import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from controller_failover_load import GC, _serve_fake_brokers, assignment_of, populate, reset
+from controller_failover_load import GC, assignment_of, listen_to_zkafka, populate, reset, start_fake_brokers
 from controller_harness import config_for
 
 from zkafka.cli.server import _settle_garbage_collector
@@ -164,16 +163,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", help="cProfile output of the last round (event-loop thread)")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
     ready = Ready()
-    logging.getLogger("zkafka").addHandler(ready)
-    logging.getLogger("zkafka").setLevel(logging.INFO)
-    logging.getLogger("zkafka").propagate = False
-    ports_queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
-    brokers = (CONTROLLER, OTHER, VICTIM)
-    fakes = multiprocessing.Process(target=_serve_fake_brokers, args=(brokers, ports_queue), daemon=True)
-    fakes.start()
-    ports = dict(zip(brokers, ports_queue.get(timeout=30), strict=True))
+    listen_to_zkafka(ready)
+    fakes, ports = start_fake_brokers((CONTROLLER, OTHER, VICTIM))
     topics = assignment_of(args.partitions)
     _settle_garbage_collector()  # as a broker process does once started
     rows = []

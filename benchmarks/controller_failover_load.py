@@ -227,6 +227,23 @@ async def one_round(
         executor.shutdown(wait=False)
 
 
+def listen_to_zkafka(handler: logging.Handler) -> None:
+    """zkafka's INFO lines to `handler` alone (the benchmark reads its progress from them)."""
+    logging.basicConfig(level=logging.WARNING)
+    logger = logging.getLogger("zkafka")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def start_fake_brokers(brokers: tuple[int, ...]) -> tuple[multiprocessing.Process, dict[int, int]]:
+    """The child process serving fake brokers (a daemon: it dies with us) and broker id -> port."""
+    ports_queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
+    fakes = multiprocessing.Process(target=_serve_fake_brokers, args=(brokers, ports_queue), daemon=True)
+    fakes.start()
+    return fakes, dict(zip(brokers, ports_queue.get(timeout=30), strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -235,15 +252,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", help="cProfile output of the last round (event-loop thread)")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
     handler = ReadyLine()
-    logging.getLogger("zkafka").addHandler(handler)
-    logging.getLogger("zkafka").setLevel(logging.INFO)
-    logging.getLogger("zkafka").propagate = False
-    ports_queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
-    fakes = multiprocessing.Process(target=_serve_fake_brokers, args=((2, 3), ports_queue), daemon=True)
-    fakes.start()
-    ports = dict(zip((2, 3), ports_queue.get(timeout=30), strict=True))
+    listen_to_zkafka(handler)
+    fakes, ports = start_fake_brokers((2, 3))
     topics = assignment_of(args.partitions)
     _settle_garbage_collector()  # as a broker process does once started
     with ZooKeeperServer() as server:
