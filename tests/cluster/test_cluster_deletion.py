@@ -1,5 +1,7 @@
 """Topic deletion with real processes: every replica's log is deleted on every broker and the topic's
-znodes disappear; deletion waits for a broker that is down; delete.topic.enable=false is honoured."""
+znodes disappear; deletion waits for a broker that is down (deleting the live replicas meanwhile, or
+none of them when the marker was there before the controller's failover, as in Kafka);
+delete.topic.enable=false is honoured."""
 
 from __future__ import annotations
 
@@ -67,20 +69,55 @@ def test_deletion_removes_every_replica_and_the_topic_znodes(cluster: Cluster) -
 
 
 def test_deletion_pauses_while_a_replica_is_down_and_finishes_when_it_returns(cluster: Cluster) -> None:
+    # The broker killed is not the controller. When it is, a marker written while the next
+    # controller is failing over (after /controller is taken, before /admin/delete_topics is read)
+    # queues the topic as ineligible from the start, as Kafka's fetchTopicDeletionsInProgress does
+    # for a topic with an offline replica: then not even the live replicas go until the dead broker
+    # returns. What this test proves is the other path: a marker seen by a settled controller.
+    controller = wait_for(cluster.controller, 30, "a controller")
+    victim = next(b for b in cluster.broker_ids if b != controller)
+    keeper = next(b for b in cluster.broker_ids if b != victim)
     topic = topic_name("paused")
-    create_topic(cluster, topic, {0: [1, 2], 1: [2, 1]})
+    create_topic(cluster, topic, {0: [keeper, victim], 1: [victim, keeper]})
     _fill(cluster, topic)
-    cluster.kill(2)
-    wait_for(lambda: 2 not in cluster.registered(), 30, "broker 2's session to expire")
+    cluster.kill(victim)
+    wait_for(lambda: victim not in cluster.registered(), 30, f"broker {victim}'s session to expire")
+    assert cluster.controller() == controller
     _delete(cluster, topic)
-    # broker 1 deletes its replicas, but the topic stays queued while broker 2's replicas exist
-    wait_for(lambda: _no_trace_on(cluster, 1, topic), 20, "broker 1 to delete its replicas")
+    # the keeper deletes its replicas, but the topic stays queued while the victim's replicas exist
+    wait_for(lambda: _no_trace_on(cluster, keeper, topic), 20, f"broker {keeper} to delete its replicas")
     time.sleep(2)  # and it stays that way
     assert cluster.exists(f"/brokers/topics/{topic}") and cluster.exists(f"/admin/delete_topics/{topic}")
-    assert cluster.log_dir(2, topic, 0).is_dir()  # untouched on the dead broker
-    cluster.start(2)
+    assert cluster.log_dir(victim, topic, 0).is_dir()  # untouched on the dead broker
+    cluster.start(victim)
     wait_for(lambda: _topic_znodes_gone(cluster, topic), 30, "the deletion to complete")
-    wait_for(lambda: _no_trace_on(cluster, 2, topic), 20, "broker 2 to delete its replicas")
+    wait_for(lambda: _no_trace_on(cluster, victim, topic), 20, f"broker {victim} to delete its replicas")
+
+
+def test_deletion_queued_at_failover_with_a_replica_down_waits_for_it(cluster: Cluster) -> None:
+    """The other path: the marker is already there when the next controller fails over, and a
+    replica is on a dead broker (the old controller). Kafka's failover queues such a topic as
+    ineligible at once, so nothing is deleted, not even the live replicas, until the broker returns."""
+    controller = wait_for(cluster.controller, 30, "a controller")
+    keeper = next(b for b in cluster.broker_ids if b != controller)
+    topic = topic_name("failover")
+    create_topic(cluster, topic, {0: [keeper, controller], 1: [controller, keeper]})
+    _fill(cluster, topic)
+    cluster.kill(controller)
+    # written as the legacy tool does, while the dead controller's session still holds /controller
+    cluster.zk.create(f"/admin/delete_topics/{topic}")
+    new_controller = cluster.wait_new_controller(controller)
+    assert new_controller != controller
+    # what the failover decided is in the partition states it wrote: the dead replica left the ISR
+    wait_for(lambda: controller not in cluster.state(topic, 1)["isr"], 30, "the dead replica out of the ISR")
+    time.sleep(2)  # nothing is deleted meanwhile
+    assert cluster.log_dir(keeper, topic, 0).is_dir() and cluster.log_dir(keeper, topic, 1).is_dir()
+    assert cluster.exists(f"/brokers/topics/{topic}") and cluster.exists(f"/admin/delete_topics/{topic}")
+    assert cluster.state(topic, 1)["leader"] == -1  # no election for a topic queued for deletion
+    cluster.start(controller)
+    wait_for(lambda: _topic_znodes_gone(cluster, topic), 30, "the deletion to complete")
+    for b in (keeper, controller):
+        wait_for(lambda b=b: _no_trace_on(cluster, b, topic), 20, f"broker {b} to delete its replicas")
 
 
 def test_deletion_disabled_keeps_the_topic(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
