@@ -150,6 +150,10 @@ def test_producer_and_consumer_across_a_topic_recreated_with_fewer_partitions(cl
             "bootstrap.servers": bootstrap,
             "debug": "protocol,metadata,topic,msg",
             "topic.metadata.refresh.interval.ms": 500,
+            # A producer's Metadata may auto-create topics (librdkafka's default, as the broker's
+            # auto.create.topics.enable): its refresh would re-create the deleted topic with
+            # num.partitions before the test does, as it would on Kafka.
+            "allow.auto.create.topics": False,
             "message.timeout.ms": 120000,
             "logger": _logger(versions, "producer"),
         }
