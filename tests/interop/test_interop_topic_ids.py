@@ -45,7 +45,15 @@ from zkafka.client.connection import BrokerConnection
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode
-from zkafka.protocol.messages import FetchRequest, FetchResponse, MetadataRequest, MetadataResponse
+from zkafka.protocol.messages import (
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from zkafka.records.record import simple_batch
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.polling import wait_for
 
@@ -293,3 +301,72 @@ def test_metadata_and_fetch_by_topic_id_on_the_wire(cluster: LocalCluster) -> No
     [answer] = f13.responses
     assert answer.topic_id == unknown
     assert [p.error_code for p in answer.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
+
+
+@pytest.mark.timeout(120)
+def test_a_partition_held_by_another_broker_is_not_led_here_rather_than_unknown(
+    cluster: LocalCluster,
+) -> None:
+    """What the producer of the re-created topic meets when its leaders moved: Produce and Fetch
+    sent to a broker that holds no replica of a partition the cluster has are NOT_LEADER_OR_FOLLOWER
+    (Kafka's ReplicaManager.getPartitionOrError), which sends clients to refresh their metadata;
+    only a partition nobody has is UNKNOWN_TOPIC_OR_PARTITION."""
+    topic = "held-elsewhere"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1]])])[topic].result(timeout=60)
+    here = cluster.brokers[2].port  # holds nothing of the topic
+
+    async def listed() -> bool:
+        conn = await BrokerConnection.open("127.0.0.1", here)
+        try:
+            md = await conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]))
+            return [(p.partition_index, p.leader_id) for p in md.topics[0].partitions] == [(0, 1)]  # type: ignore[attr-defined]
+        finally:
+            conn.close()
+
+    wait_for(lambda: asyncio.run(listed()), 30, "broker 2 listing the partition on broker 1")
+    records = simple_batch([(None, b"misdirected")], timestamp=int(time.time() * 1000))
+
+    async def ask() -> tuple[ProduceResponse, FetchResponse]:
+        conn = await BrokerConnection.open("127.0.0.1", here)
+        try:
+            produce = ProduceRequest(
+                acks=1,
+                timeout_ms=10_000,
+                topic_data=[
+                    ProduceRequest.TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            ProduceRequest.PartitionProduceData(index=i, records=records) for i in (0, 1)
+                        ],
+                    )
+                ],
+            )
+            fetch = FetchRequest(
+                max_wait_ms=0,
+                min_bytes=1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic=topic,
+                        partitions=[
+                            FetchRequest.FetchPartition(partition=i, fetch_offset=0, partition_max_bytes=1024)
+                            for i in (0, 1)
+                        ],
+                    )
+                ],
+            )
+            return await conn.send(produce, version=8), await conn.send(fetch, version=11)  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    produced, fetched = asyncio.run(ask())
+    [p] = produced.responses
+    assert [(r.index, r.error_code) for r in p.partition_responses] == [
+        (0, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    [f] = fetched.responses
+    assert [(r.partition_index, r.error_code) for r in f.partitions] == [
+        (0, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
