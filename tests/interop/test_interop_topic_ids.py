@@ -24,7 +24,9 @@ RD_KAFKA_TOPPAR_F_REMOVE) and the partition's destructor fails it with _DESTROY
 partition), so _DESTROY is accepted, but only when librdkafka's own log shows that order.
 
 Also here: the authorized operations Metadata (v8+) and DescribeCluster answer without an
-authorizer (tests/security/test_security_authorization.py has them with one).
+authorizer (tests/security/test_security_authorization.py has them with one), and what a broker
+answers for a partition another broker holds (the producer above meets it when a re-created
+partition's leader moved): NOT_LEADER_OR_FOLLOWER, as Kafka.
 """
 
 from __future__ import annotations
