@@ -13,8 +13,20 @@ stale and that partition's messages wait out message.timeout.ms, as they would a
 The old topic here keeps its first leaders. A consumer
 then reads the new topic over Fetch v13 (asking by topic id).
 
+A race of librdkafka 2.16 (not of the broker, Kafka meets it too): when the Metadata showing the
+new topic, answered by one broker, is handled while the Produce for partition 3 is still in flight
+to the other, librdkafka removes partition 3 first (its final PARTITION_LEAVE, in
+rd_kafka_broker_op_serve, fails the 0 messages then queued with UNKNOWN_PARTITION), then the late
+UNKNOWN_TOPIC_OR_PARTITION answer puts the batch back on the removed partition
+(rd_kafka_handle_Produce_error -> rd_kafka_toppar_retry_msgq, which does not look at
+RD_KAFKA_TOPPAR_F_REMOVE) and the partition's destructor fails it with _DESTROY
+(rd_kafka_toppar_destroy_final). Just as prompt and for the same reason (the id change removed the
+partition), so _DESTROY is accepted, but only when librdkafka's own log shows that order.
+
 Also here: the authorized operations Metadata (v8+) and DescribeCluster answer without an
-authorizer (tests/security/test_security_authorization.py has them with one).
+authorizer (tests/security/test_security_authorization.py has them with one), and what a broker
+answers for a partition another broker holds (the producer above meets it when a re-created
+partition's leader moved): NOT_LEADER_OR_FOLLOWER, as Kafka.
 """
 
 from __future__ import annotations
@@ -35,7 +47,15 @@ from zkafka.client.connection import BrokerConnection
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.protocol import ErrorCode
-from zkafka.protocol.messages import FetchRequest, FetchResponse, MetadataRequest, MetadataResponse
+from zkafka.protocol.messages import (
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from zkafka.records.record import simple_batch
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.polling import wait_for
 
@@ -44,21 +64,41 @@ TOPIC = "recreated"
 
 class _Versions(logging.Handler):
     """Collects the request versions librdkafka logs with `debug=protocol` ("Sent FetchRequest (v13,
-    ...") and the topic-id changes it logs with `debug=metadata`."""
+    ...") and the topic-id changes it logs with `debug=metadata`; with `debug=topic,msg`, in their
+    order, a partition's final leave ("no next broker, failing N message(s)") and its batches'
+    errors, both logged by the thread of the broker the partition is on."""
 
     SENT = re.compile(r"Sent (\w+)Request \(v(\d+)")
     ID_CHANGE = re.compile(r"Topic (\S+) changed id from (\S+) to (\S+)")
+    LEAVE = re.compile(r"Topic (\S+) \[(\d+)\]: no next broker, failing (\d+) message\(s\)")
+    BATCH_ERROR = re.compile(r"(\S+) \[(\d+)\]: MessageSet with \d+ message\(s\) \(.*\) encountered error")
 
     def __init__(self) -> None:
         super().__init__()
         self.sent: dict[str, set[int]] = {}
         self.id_changes: list[tuple[str, str, str]] = []
+        self.partition_events: list[tuple[str, str, int, int]] = []  # (event, topic, partition, queued)
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         for api, version in self.SENT.findall(message):
             self.sent.setdefault(api, set()).add(int(version))
         self.id_changes.extend(self.ID_CHANGE.findall(message))
+        for topic, partition, queued in self.LEAVE.findall(message):
+            self.partition_events.append(("leave", topic, int(partition), int(queued)))
+        for topic, partition in self.BATCH_ERROR.findall(message):
+            self.partition_events.append(("batch error", topic, int(partition), 0))
+
+    def removed_under_batch_in_flight(self, topic: str, partition: int) -> bool:
+        """The race of the module docstring: the partition's final leave found no message queued
+        (its batch was in flight) and the batch's error was handled after it."""
+        events = [(e, queued) for e, t, p, queued in self.partition_events if (t, p) == (topic, partition)]
+        leave = next((i for i, (e, _) in enumerate(events) if e == "leave"), None)
+        return (
+            leave is not None
+            and events[leave][1] == 0
+            and any(e == "batch error" for e, _ in events[leave + 1 :])
+        )
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +158,12 @@ def test_producer_and_consumer_across_a_topic_recreated_with_fewer_partitions(cl
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "debug": "protocol,metadata",
+            "debug": "protocol,metadata,topic,msg",
             "topic.metadata.refresh.interval.ms": 500,
+            # A producer's Metadata may auto-create topics (librdkafka's default, as the broker's
+            # auto.create.topics.enable): its refresh would re-create the deleted topic with
+            # num.partitions before the test does, as it would on Kafka.
+            "allow.auto.create.topics": False,
             "message.timeout.ms": 120000,
             "logger": _logger(versions, "producer"),
         }
@@ -147,7 +191,12 @@ def test_producer_and_consumer_across_a_topic_recreated_with_fewer_partitions(cl
     assert time.monotonic() - started < 90  # well before message.timeout.ms: nothing waited it out
     by_partition = dict(delivered)
     assert by_partition[0] is None and by_partition[1] is None, by_partition
-    assert by_partition[3] is not None and by_partition[3].code() == KafkaError._UNKNOWN_PARTITION
+    gone = by_partition[3]
+    assert gone is not None, by_partition
+    if gone.code() == KafkaError._DESTROY:  # the librdkafka race of the module docstring, and only it
+        assert versions.removed_under_batch_in_flight(TOPIC, 3), versions.partition_events
+    else:
+        assert gone.code() == KafkaError._UNKNOWN_PARTITION, gone
 
     consumer = Consumer(
         {
@@ -254,3 +303,72 @@ def test_metadata_and_fetch_by_topic_id_on_the_wire(cluster: LocalCluster) -> No
     [answer] = f13.responses
     assert answer.topic_id == unknown
     assert [p.error_code for p in answer.partitions] == [ErrorCode.UNKNOWN_TOPIC_ID]
+
+
+@pytest.mark.timeout(120)
+def test_a_partition_held_by_another_broker_is_not_led_here_rather_than_unknown(
+    cluster: LocalCluster,
+) -> None:
+    """What the producer of the re-created topic meets when its leaders moved: Produce and Fetch
+    sent to a broker that holds no replica of a partition the cluster has are NOT_LEADER_OR_FOLLOWER
+    (Kafka's ReplicaManager.getPartitionOrError), which sends clients to refresh their metadata;
+    only a partition nobody has is UNKNOWN_TOPIC_OR_PARTITION."""
+    topic = "held-elsewhere"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1]])])[topic].result(timeout=60)
+    here = cluster.brokers[2].port  # holds nothing of the topic
+
+    async def listed() -> bool:
+        conn = await BrokerConnection.open("127.0.0.1", here)
+        try:
+            md = await conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]))
+            return [(p.partition_index, p.leader_id) for p in md.topics[0].partitions] == [(0, 1)]  # type: ignore[attr-defined]
+        finally:
+            conn.close()
+
+    wait_for(lambda: asyncio.run(listed()), 30, "broker 2 listing the partition on broker 1")
+    records = simple_batch([(None, b"misdirected")], timestamp=int(time.time() * 1000))
+
+    async def ask() -> tuple[ProduceResponse, FetchResponse]:
+        conn = await BrokerConnection.open("127.0.0.1", here)
+        try:
+            produce = ProduceRequest(
+                acks=1,
+                timeout_ms=10_000,
+                topic_data=[
+                    ProduceRequest.TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            ProduceRequest.PartitionProduceData(index=i, records=records) for i in (0, 1)
+                        ],
+                    )
+                ],
+            )
+            fetch = FetchRequest(
+                max_wait_ms=0,
+                min_bytes=1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic=topic,
+                        partitions=[
+                            FetchRequest.FetchPartition(partition=i, fetch_offset=0, partition_max_bytes=1024)
+                            for i in (0, 1)
+                        ],
+                    )
+                ],
+            )
+            return await conn.send(produce, version=8), await conn.send(fetch, version=11)  # type: ignore[return-value]
+        finally:
+            conn.close()
+
+    produced, fetched = asyncio.run(ask())
+    [p] = produced.responses
+    assert [(r.index, r.error_code) for r in p.partition_responses] == [
+        (0, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    [f] = fetched.responses
+    assert [(r.partition_index, r.error_code) for r in f.partitions] == [
+        (0, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]

@@ -125,6 +125,7 @@ class Broker:
             replicas.on_topic_gone = metrics.forget
         replicas.on_log_dir_failure = LogDirFailures(cfg.log_dirs).failed
         metadata = MetadataCache()
+        replicas.listed = lambda tp: metadata.partition(tp.topic, tp.partition) is not None
         throttles = ReplicationThrottles(broker_id, cfg)
         await throttles.load(zk)
         self.fetchers = replicas.followers = ReplicaFetcherManager(

@@ -93,6 +93,9 @@ class ReplicaManager:
         """Told when the last local partition of a topic is deleted (its per-topic metrics go too)."""
         self.on_log_dir_failure: Callable[[LogDirIOError], None] | None = None
         """Told when a write to a log dir failed at the OS (`log_dir_failure.LogDirFailures`)."""
+        self.listed: Callable[[TopicPartition], bool] = lambda tp: False
+        """Whether the metadata cache lists a partition (set by the broker): one it lists but this
+        broker does not hold is another broker's, not an unknown one (`leader_partition`)."""
         self._clock = clock
         self._change_listeners: list[Callable[[TopicPartition], None]] = []
 
@@ -130,9 +133,15 @@ class ReplicaManager:
         return p.log if p is not None and p.is_leader else None
 
     def leader_partition(self, tp: TopicPartition) -> Partition:
-        """The partition if this broker leads it, else a KafkaError with the code clients expect."""
+        """The partition if this broker leads it, else a KafkaError with the code clients expect:
+        as Kafka's getPartitionOrError, a partition the cluster has but not on this broker (a client
+        with stale metadata, a replica moved or not created here yet) is NOT_LEADER_OR_FOLLOWER,
+        which sends clients to refresh their metadata, and only one nobody has is
+        UNKNOWN_TOPIC_OR_PARTITION."""
         p = self.partitions.get(tp)
         if p is None:
+            if self.listed(tp):
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"this broker holds no replica of {tp}")
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted by this broker")
         if not p.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"this broker is not the leader of {tp}")
