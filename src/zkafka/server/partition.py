@@ -381,13 +381,14 @@ class Partition:
         # aborted transactions to the `.txnindex` (it may have lost entries; re-adding one it
         # holds is a no-op), as Kafka's recoverSegment rebuilds it
         recovered, self.log.recovered_from = self.log.recovered_from, None
+        listed, self.log.snapshots_at_load = self.log.snapshots_at_load, None
         if leo == 0 and recovered is None:
             # an empty log from offset 0: no snapshot can hold producers (none had a batch), so a
             # new replica (thousands at topic creation) does not list its directory for them
             psm.clear()
             start = None
         else:
-            start = psm.load_latest_snapshot(leo if recovered is None else recovered)
+            start = psm.load_latest_snapshot(leo if recovered is None else recovered, listed)
         from_offset = start if start is not None else self.log.log_start_offset
         psm.map_end_offset = from_offset
         on_completed = None
@@ -400,8 +401,8 @@ class Partition:
         if from_offset < leo:
             psm.replay(
                 (
-                    (h, _marker(data, h._replace(position=0)) if h.is_control else None)
-                    for h, data in self.log.iter_batches(max(from_offset, self.log.log_start_offset))
+                    (h, None if data is None else _marker(data, h._replace(position=0)))
+                    for h, data in self.log.iter_batch_headers(max(from_offset, self.log.log_start_offset))
                 ),
                 on_completed,
             )

@@ -25,7 +25,7 @@ from typing import TypeVar
 from zkafka.storage.errors import CheckpointError, InconsistentMetadataError
 from zkafka.storage.file_cache import open_or_relieve
 from zkafka.storage.naming import TopicPartition
-from zkafka.storage.scan import write_all
+from zkafka.storage.scan import read_whole_file, write_all
 
 CHECKPOINT_VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -134,9 +134,9 @@ def parse_checkpoint(
     return out
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: str | Path) -> str:
     try:
-        data = path.read_bytes()
+        data = read_whole_file(path)
     except FileNotFoundError:
         return ""
     try:
@@ -185,7 +185,7 @@ class LeaderEpochCheckpointFile:
         return Path(self._path)
 
     def read(self) -> list[tuple[int, int]]:
-        return parse_checkpoint(_read_text(self.path), _parse_epoch_entry, name=str(self.path))
+        return parse_checkpoint(_read_text(self._path), _parse_epoch_entry, name=self._path)
 
     def write(self, entries: Iterable[tuple[int, int]], *, sync: bool = True) -> None:
         data = format_checkpoint(f"{epoch} {start}" for epoch, start in entries)

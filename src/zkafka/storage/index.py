@@ -46,7 +46,7 @@ from pathlib import Path
 
 from zkafka.storage.errors import CorruptIndexError
 from zkafka.storage.file_cache import open_or_relieve
-from zkafka.storage.scan import read_exactly, write_all
+from zkafka.storage.scan import read_exactly, read_whole_file, write_all
 
 INT32_MAX = (1 << 31) - 1
 # Entries buffered in memory before they are written to the file (bounded write amplification).
@@ -142,7 +142,7 @@ class SparseIndex:
             self._keys, self._values = array(self.key_type), array(self.value_type)
             return
         try:
-            data = self.path.read_bytes()
+            data = read_whole_file(self._path)
         except FileNotFoundError:
             if log_size:
                 raise

@@ -241,6 +241,9 @@ class Log:
         self.recovered_from = loaded.recovered_from
         """Set by an unclean load (`LoadedLog.recovered_from`); the partition's first producer-state
         rebuild re-adds the aborted transactions from there to the `.txnindex` and clears it."""
+        self.snapshots_at_load: list[int] | None = loaded.snapshot_offsets
+        """The producer-state snapshot offsets the load listed; taken (set to None) by the first
+        producer-state rebuild, since snapshots are written and deleted after it."""
         self._dir_dirty = loaded.changed
 
     def __repr__(self) -> str:
@@ -578,6 +581,28 @@ class Log:
                 offset = h.next_offset
             if pos == 0:
                 return
+
+    def iter_batch_headers(self, start_offset: int) -> Iterator[tuple[BatchHeader, bytes | None]]:
+        """(header, bytes) of every batch from the one holding `start_offset` to the end, where only
+        a control batch's bytes are read (None for the others): a producer-state rebuild replays
+        headers and markers. Reading headers alone leaves the indexes of a log replayed from its
+        first segment's start unloaded and copies no data batch -- at start-up after a SIGKILL
+        every written replica is replayed. A control batch's bytes start at the batch (its header's
+        `position` is not an offset into them)."""
+        with self._lock:
+            self._check_open()
+            segments = self._segments[max(0, bisect_right(self._bases, start_offset) - 1) :]
+        for seg in segments:
+            if seg.size == 0:  # nothing to read (and no `.log` made for an idle replica)
+                continue
+            position = 0
+            if start_offset > seg.base_offset:
+                found = seg.translate_offset(start_offset)
+                if found is None:
+                    continue
+                position = found[0]
+            for pos, header in seg.iter_headers(position):
+                yield header, (seg.read_bytes(pos, header.size) if header.is_control else None)
 
     # ---- aborted transactions (`.txnindex`) ---------------------------------------------------
 

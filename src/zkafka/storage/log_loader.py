@@ -35,6 +35,7 @@ from zkafka.storage.naming import (
     TIME_INDEX_SUFFIX,
     filename_prefix,
     offset_from_filename,
+    snapshot_offsets_in,
 )
 from zkafka.storage.segment import LogSegment
 
@@ -159,6 +160,9 @@ class LoadedLog:
     of the producer state re-adds them as it replays the markers (Kafka's recoverSegment)."""
     dir_made: bool = True
     """The directory exists (False: a new empty log whose directory waits for its first file)."""
+    snapshot_offsets: list[int] = field(default_factory=list)
+    """The producer-state snapshots the directory held, from the load's own listing: the first
+    producer-state rebuild needs them, and need not list the directory again."""
 
 
 @dataclass
@@ -223,10 +227,9 @@ class LogLoader:
             self._recover_from(recovery_point)
         if not self._segments:  # a new log never written (`create`), or a crash before its `.log`
             self._add(self.new_segment(log_start_offset, log_on_first_write=log_start_offset == 0))
-        active = self._segments[-1]
-        if active.size:  # an empty one (an idle replica's) is left alone until its first append
-            active.ensure_indexes()
-        leo = active.read_next_offset()
+        # the active segment's indexes are loaded by their first use (an append, a read, a
+        # truncation), as Kafka's lazy indexes are: most replicas of a restarted broker are idle
+        leo = self._segments[-1].read_next_offset()
         if leo < log_start_offset:
             log.warning(
                 "%s: log end %d is below the log start %d; emptying it", self.name, leo, log_start_offset
@@ -246,6 +249,7 @@ class LogLoader:
             leo if had_clean_shutdown else min(recovery_point, leo),
             self._changed,
             self._recovered_from,
+            snapshot_offsets=snapshot_offsets_in(names),
         )
 
     def create(self, log_start_offset: int) -> LoadedLog:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 from zkafka.protocol.topic_partition import TopicPartition as TopicPartition
@@ -51,6 +52,12 @@ def offset_from_filename(name: str) -> int | None:
     """The base offset of a segment file name (any suffixes), or None if the name is not one."""
     stem = name.split(".", 1)[0]
     return int(stem) if _OFFSET_PREFIX.match(stem) else None
+
+
+def snapshot_offsets_in(names: Iterable[str]) -> list[int]:
+    """The offsets of the producer-state snapshots (`<20 digits>.snapshot`) among a log
+    directory's file names, ascending."""
+    return sorted(int(n[:20]) for n in names if n.endswith(SNAPSHOT_SUFFIX) and n[:20].isdigit())
 
 
 def partition_dir_name(tp: TopicPartition) -> str:

@@ -44,11 +44,11 @@ from pathlib import Path
 from crc32c import crc32c
 
 from zkafka.records.batch import NO_PRODUCER_EPOCH, BatchHeader
+from zkafka.storage.naming import SNAPSHOT_SUFFIX, snapshot_offsets_in
 
 MAX_CACHED_BATCHES = 5
 INT32_MAX = (1 << 31) - 1
 
-SNAPSHOT_SUFFIX = ".snapshot"
 _SNAPSHOT_VERSION = 1
 _SNAP_HEADER = struct.Struct(">hIi")  # version, crc, count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes
@@ -437,18 +437,19 @@ class ProducerStateManager:
         return path
 
     def snapshot_offsets(self) -> list[int]:
-        if self.log_dir is None or not self.log_dir.exists():
+        if self.log_dir is None:
             return []
-        out = []
-        for p in self.log_dir.iterdir():
-            if p.name.endswith(SNAPSHOT_SUFFIX) and p.name[:20].isdigit():
-                out.append(int(p.name[:20]))
-        return sorted(out)
+        try:
+            return snapshot_offsets_in(os.listdir(self.log_dir))
+        except FileNotFoundError:  # a new replica's directory waits for its first write
+            return []
 
-    def load_latest_snapshot(self, max_offset: int) -> int | None:
+    def load_latest_snapshot(self, max_offset: int, listed: list[int] | None = None) -> int | None:
         """Load the newest valid snapshot at or below `max_offset`; corrupt ones are deleted and the
-        next older one tried (Kafka's rule). Returns the snapshot's offset or None."""
-        for off in reversed(self.snapshot_offsets()):
+        next older one tried (Kafka's rule). Returns the snapshot's offset or None. `listed`: the
+        snapshot offsets when the caller knows them (the log's load listed the directory: a
+        second listing per replica was a tenth of a start-up's CPU)."""
+        for off in reversed(self.snapshot_offsets() if listed is None else listed):
             if off > max_offset:
                 continue
             path = self.snapshot_path(off)

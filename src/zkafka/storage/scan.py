@@ -6,6 +6,9 @@ Two walkers:
 - `iter_file_batches` yields each whole batch as a memoryview (large chunked reads): recovery,
   compaction, timestamp search inside one batch.
 
+(`write_all`, `read_exactly` and `read_whole_file` are the plain system-call helpers they and the
+index and checkpoint files share.)
+
 Both stop silently at an incomplete trailing batch (a torn write: the caller decides what that
 means) and raise `CorruptRecordError`/`InvalidRecordError` for bytes that cannot be a v2 batch.
 Positions yielded are file positions.
@@ -40,6 +43,26 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     with memoryview(data) as view:
         while written < len(view):
             written += os.write(fd, view[written:])
+
+
+SMALL_FILE_READ = 1 << 16
+
+
+def read_whole_file(path: str | os.PathLike[str]) -> bytes:
+    """A small file's bytes with plain system calls (open, read, close): an index or checkpoint
+    per replica is read at start-up, tens of thousands of them, where `Path.read_bytes` (a Path
+    and a buffered file object each) cost several times the reads themselves."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, SMALL_FILE_READ)
+        if len(data) < SMALL_FILE_READ:
+            return data
+        parts = [data]
+        while chunk := os.read(fd, SMALL_FILE_READ):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def read_exactly(fd: int, size: int, position: int) -> bytes:

@@ -449,8 +449,14 @@ class LogSegment:
         """The offset after the last batch (the base offset when empty)."""
         if self.size == 0:  # no index or descriptor needed: an idle replica's load stays free
             return self.base_offset
-        self.ensure_indexes()
-        _, position = self.index.lookup(self.index.last_offset)
+        if self.size <= self.index_interval_bytes and not self.index.loaded:
+            # no index entry can exist yet (the first is written past index.interval.bytes), so
+            # the scan starts at 0 anyway: a replica holding a few batches loads without
+            # reading its index files (they are read when first needed)
+            position = 0
+        else:
+            self.ensure_indexes()
+            _, position = self.index.lookup(self.index.last_offset)
         next_offset = self.base_offset
         for _, header in self.iter_headers(position):
             next_offset = header.next_offset
