@@ -141,6 +141,36 @@ class ZkStore(ZkSession):
             raise _controller_moved(epoch_zk_version)
         return out
 
+    def _send_chunked(
+        self, items: Sequence[tuple[Any, Op]], prefix: Sequence[Op], max_bytes: int, max_ops: int
+    ) -> tuple[dict[Any, Any], list[tuple[Any, Op]], bool]:
+        """Send `items` as multis of at most `max_bytes` and `max_ops` each, every one led by
+        `prefix` (a fencing check, or nothing), all back to back (one round trip for all).
+        Returns (key -> the operation's result, for the multis applied; the items of the multis
+        not applied or not answered; whether an operation of `prefix` failed)."""
+        skip = len(prefix)
+        pending = [
+            (chunk, self.send_multi([*prefix, *(op for _, op in chunk)]))
+            for chunk in multi_chunks(items, max_bytes, max_ops)
+        ]
+        done: dict[Any, Any] = {}
+        left: list[tuple[Any, Op]] = []
+        prefix_failed = False
+        for chunk, async_result in pending:
+            try:
+                results = list(async_result.get())
+            except FENCED_RETRY:
+                left.extend(chunk)
+                continue
+            failure = first_failure(results)
+            if failure is None:
+                done.update((key, result) for (key, _), result in zip(chunk, results[skip:], strict=True))
+            elif failure.index < skip:
+                prefix_failed = True
+            else:
+                left.extend(chunk)
+        return done, left, prefix_failed
+
     def _batched_fenced(
         self,
         epoch_zk_version: int,
@@ -156,25 +186,7 @@ class ZkStore(ZkSession):
         multi is atomic, one failing operation rolls back its whole chunk: such a chunk is sent
         again one operation per multi (`_pipelined_fenced`), so every key gets its own outcome."""
         check = CheckOp(ControllerEpochZNode.path(), epoch_zk_version)
-        pending = []
-        for chunk in multi_chunks(items, max_bytes, max_ops):
-            pending.append((chunk, self.send_multi([check, *(op for _, op in chunk)])))
-        out: dict[Any, Any | Exception] = {}
-        retry: list[tuple[Any, Op]] = []
-        moved = False
-        for chunk, async_result in pending:
-            try:
-                results = list(async_result.get())
-            except FENCED_RETRY:
-                retry.extend(chunk)
-                continue
-            failure = first_failure(results)
-            if failure is None:
-                out.update((key, result) for (key, _), result in zip(chunk, results[1:], strict=True))
-            elif failure.index == 0:
-                moved = True
-            else:
-                retry.extend(chunk)
+        out, retry, moved = self._send_chunked(items, [check], max_bytes, max_ops)
         if moved:
             raise _controller_moved(epoch_zk_version)
         if retry:
@@ -197,22 +209,8 @@ class ZkStore(ZkSession):
         operation, or a lost answer, leaves its whole chunk to the caller, who sends those again
         one by one to learn each outcome (a lost answer may hide an applied multi: the caller's
         single writes must recognise their own)."""
-        pending = []
-        for chunk in multi_chunks(items, max_bytes, max_ops):
-            pending.append((chunk, self.send_multi([op for _, op in chunk])))
-        done: dict[Any, Any] = {}
-        left: list[Any] = []
-        for chunk, async_result in pending:
-            try:
-                results = list(async_result.get())
-            except FENCED_RETRY:
-                left.extend(key for key, _ in chunk)
-                continue
-            if first_failure(results) is None:
-                done.update((key, result) for (key, _), result in zip(chunk, results, strict=True))
-            else:
-                left.extend(key for key, _ in chunk)
-        return done, left
+        done, left, _ = self._send_chunked(items, (), max_bytes, max_ops)
+        return done, [key for key, _ in left]
 
     def fenced_delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
         """Delete `path` and its subtree, every batch fenced. False if it did not exist."""
