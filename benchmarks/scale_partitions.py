@@ -270,15 +270,23 @@ def write_every_partition(bootstrap: str, names: list[str], size: int, records: 
         }
     )
     value = b"x" * 100
+    failed: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:  # a settled message is not an acknowledged one
+            failed.append(str(err))
+
     t0 = time.perf_counter()
     for _ in range(records):
         for name in names:
             for p in range(size):
-                producer.produce(name, value, partition=p)
+                producer.produce(name, value, partition=p, on_delivery=delivered)
             producer.poll(0)
     left = producer.flush(timeout)
     if left:
         raise TimeoutError(f"{left:,} records not acknowledged after {timeout:.0f} s")
+    if failed:
+        raise RuntimeError(f"{len(failed):,} records failed, first: {failed[0]}")
     return time.perf_counter() - t0
 
 
