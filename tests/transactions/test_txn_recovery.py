@@ -19,6 +19,7 @@ from test_txn_end_to_end import _consume
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster, wait_until_ready
+from zkafka.testing.polling import wait_for
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -80,7 +81,9 @@ def test_sigkill_mid_transaction(cluster: LocalCluster, txnindex: str) -> None:
         index.unlink()
     cluster.start_broker(1)
     wait_until_ready(cluster, 60)
-    assert index.read_bytes() == entry
+    # The entry is re-added by the partition's producer-state rebuild, when the broker applies its
+    # LeaderAndIsr: that may come just after the broker answers Metadata (what "ready" waits for).
+    wait_for(lambda: index.read_bytes() == entry, 30, "the .txnindex entry rebuilt from the markers")
     # a new client: the old one's view of the cluster predates the restart
     assert _last_stable_offset(AdminClient({"bootstrap.servers": bootstrap}), topic) == lso
     assert sorted(_consume(bootstrap, topic, "read_committed", 20)) == before
