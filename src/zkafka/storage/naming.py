@@ -57,7 +57,11 @@ def offset_from_filename(name: str) -> int | None:
 def snapshot_offsets_in(names: Iterable[str]) -> list[int]:
     """The offsets of the producer-state snapshots (`<20 digits>.snapshot`) among a log
     directory's file names, ascending."""
-    return sorted(int(n[:20]) for n in names if n.endswith(SNAPSHOT_SUFFIX) and n[:20].isdigit())
+    return sorted(
+        offset
+        for n in names
+        if n.endswith(SNAPSHOT_SUFFIX) and (offset := offset_from_filename(n)) is not None
+    )
 
 
 def partition_dir_name(tp: TopicPartition) -> str:
