@@ -158,6 +158,58 @@ def test_producer_rejects_bad_records_before_any_io() -> None:
     asyncio.run(main())
 
 
+def test_idempotent_batch_is_written_only_behind_its_older_ones() -> None:
+    """The sender drains a batch while older ones of its partition are in flight. If their
+    connection breaks before the batch's request is written, a new connection must not carry it
+    ahead of their retries: five such batches pushed a retried one out of the broker's window of
+    five (OUT_OF_ORDER_SEQUENCE_NUMBER for records it had written; a clean-clone CI run saw it)."""
+    from zkafka.client.accumulator import ProducerBatch
+    from zkafka.records import NONE
+
+    async def main() -> None:
+        producer = Producer("127.0.0.1:1", enable_idempotence=True)
+        producer._sequences.set_identity(5, 0)
+        tp = TopicPartition("t", 0)
+
+        def drained(b: ProducerBatch) -> ProducerBatch:  # what `_send_to` does before the write
+            b.in_flight, b.attempts = True, b.attempts + 1
+            producer._in_flight_batches.add(b)
+            producer._in_flight_by_partition[tp].append(b)
+            return b
+
+        batches = []
+        for i in range(3):
+            b = ProducerBatch(tp, i, 0.0)
+            b.append(0, None, b"v", (), 10)
+            b.seal(NONE, 5, 0, producer._sequences.sequence_for(b))
+            batches.append(drained(b))
+        older, younger, youngest = batches
+        old_conn, new_conn = object(), object()
+        older.conn = old_conn
+        # behind an older batch in flight on the same connection: TCP keeps them in order
+        assert producer._writable_on(old_conn, [younger]) == [younger]
+        younger.conn = old_conn
+        # on another connection: held back, not counted as an attempt, queued again
+        assert producer._writable_on(new_conn, [youngest]) == []
+        assert not youngest.in_flight and youngest.attempts == 0
+        assert youngest not in producer._in_flight_batches
+        assert producer._in_flight_by_partition[tp] == [older, younger]
+        assert list(producer._accumulator.queues[tp]) == [youngest]
+        # once the older ones are acknowledged any connection will do
+        producer._sequences.acknowledged(older)
+        producer._sequences.acknowledged(younger)
+        assert producer._writable_on(new_conn, [drained(producer._accumulator.queues[tp].popleft())]) == [
+            youngest
+        ]
+        # renumbered meanwhile (an older batch failed): re-encoded at the next drain, not sent as is
+        youngest.encoded = None
+        assert producer._writable_on(new_conn, [youngest]) == []
+        assert list(producer._accumulator.queues[tp]) == [youngest]
+        await producer.close()
+
+    asyncio.run(main())
+
+
 def test_unreachable_bootstrap_fails_fast_with_a_clear_error() -> None:
     from zkafka.client import AdminClient, BrokerUnavailableError
     from zkafka.local.zookeeper import free_port

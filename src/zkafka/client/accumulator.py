@@ -323,6 +323,14 @@ class SequenceNumbers:
     def next_sequence(self, tp: TopicPartition) -> int:
         return self._next.get(tp, 0)
 
+    def unacked_before(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """The partition's unacknowledged batches numbered before `batch` (oldest first)."""
+        unacked = self._unacked.get(batch.tp, [])
+        for i, other in enumerate(unacked):
+            if other is batch:
+                return unacked[:i]
+        return unacked[:]
+
     def is_first_unacked(self, batch: ProducerBatch) -> bool:
         unacked = self._unacked.get(batch.tp)
         return not unacked or unacked[0] is batch

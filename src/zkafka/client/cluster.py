@@ -470,6 +470,13 @@ class Cluster:
             version = conn.pick_version(type(request).API_KEY, max_version)
         return await self._send_on(conn, node_id, request, version, timeout or self.request_timeout)
 
+    async def send_on(
+        self, conn: BrokerConnection, node_id: int, request: Message, *, version: int, timeout: float
+    ) -> Message:
+        """`send` on a connection the caller already holds (from `connection`): written there or
+        not at all, never on one opened meanwhile, for callers whose ordering depends on it."""
+        return await self._send_on(conn, node_id, request, version, timeout)
+
     async def _send_on(
         self, conn: BrokerConnection, key: object, request: Message, version: int, timeout: float
     ) -> Message:

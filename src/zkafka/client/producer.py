@@ -17,7 +17,10 @@ How it works:
 * Retriable errors put the batch back, in creation order, with `retry_backoff_ms`, until
   `retries` or `delivery_timeout_ms` run out; leadership errors also refresh metadata.
 * With `enable_idempotence`, the producer asks InitProducerId once and numbers every partition's
-  records; a retried batch keeps its sequence, so the broker writes it at most once.
+  records; a retried batch keeps its sequence, so the broker writes it at most once. A
+  partition's batches reach the broker in sequence order: one is written only behind older
+  unacknowledged ones in flight on the same connection (checked again when the request is
+  written, since the connection they went on may have broken since the batch was drained).
 * With `transactional_id` (which implies idempotence), records are sent in transactions:
 
       producer = Producer(bootstrap, transactional_id="orders-1")
@@ -563,25 +566,18 @@ class Producer:
         self._request_tasks.add(task)
         task.add_done_callback(self._request_tasks.discard)
 
-    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+    async def _produce(self, node: int, assigned: list[ProducerBatch]) -> None:
+        batches = assigned  # until the connection is known: then the ones written on it
         try:
-            by_topic: dict[str, list[ProduceRequest.PartitionProduceData]] = defaultdict(list)
-            for batch in batches:
-                by_topic[batch.tp.topic].append(
-                    ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.encoded)
-                )
-            request = ProduceRequest(
-                transactional_id=self._txn.transactional_id if self._txn is not None else None,
-                acks=self.acks,
-                timeout_ms=self.request_timeout_ms,
-                topic_data=[
-                    ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()
-                ],
-            )
             try:
                 conn = await self.cluster.connection(node)
+                if self.idempotent:
+                    batches = self._writable_on(conn, assigned)
+                    if not batches:
+                        return
                 for batch in batches:
                     batch.conn = conn
+                request = self._produce_request(batches)
                 version = conn.pick_version(ProduceRequest.API_KEY)
                 if self.compression == ZSTD and version < _ZSTD_MIN_PRODUCE_VERSION:
                     raise KafkaError(
@@ -593,8 +589,8 @@ class Producer:
                     conn.send_oneway(request, version=version)
                     resp = None
                 else:
-                    resp = await self.cluster.send(
-                        node, request, version=version, timeout=self.request_timeout_ms / 1000 + 1
+                    resp = await self.cluster.send_on(
+                        conn, node, request, version=version, timeout=self.request_timeout_ms / 1000 + 1
                     )
             except (ConnectionError_, ClientTimeoutError, BrokerUnavailableError) as e:
                 for batch in batches:
@@ -625,6 +621,47 @@ class Producer:
                 self._in_flight_batches.discard(batch)
                 self._in_flight_by_partition[batch.tp].remove(batch)
             self._poke()
+
+    def _produce_request(self, batches: list[ProducerBatch]) -> ProduceRequest:
+        by_topic: dict[str, list[ProduceRequest.PartitionProduceData]] = defaultdict(list)
+        for batch in batches:
+            by_topic[batch.tp.topic].append(
+                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.encoded)
+            )
+        return ProduceRequest(
+            transactional_id=self._txn.transactional_id if self._txn is not None else None,
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[
+                ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in by_topic.items()
+            ],
+        )
+
+    def _writable_on(self, conn: object, batches: list[ProducerBatch]) -> list[ProducerBatch]:
+        """The batches that may be written on `conn` now; the others go back to their queue.
+
+        A numbered batch may follow only batches of its partition that are acknowledged or in
+        flight on this same connection (TCP then keeps them in order). The sender checked that
+        when it drained the batch, but the request is written a loop turn or more later, after
+        `connection()`: meanwhile the connection the older batches were on may have broken and
+        this be a new one. Written here first, the batch would be appended ahead of their
+        retries, and five such could push a retried batch out of the broker's window of five
+        (OUT_OF_ORDER_SEQUENCE_NUMBER for records it has in fact written)."""
+        writable = []
+        for batch in batches:
+            # (`encoded` is None when an older batch failed meanwhile and this one was renumbered)
+            if batch.encoded is not None and all(
+                o.in_flight and o.conn is conn for o in self._sequences.unacked_before(batch)
+            ):
+                writable.append(batch)
+                continue
+            log.debug("holding %r back: an older batch of it is not in flight on %r", batch, conn)
+            batch.in_flight = False
+            batch.attempts -= 1  # never written: not an attempt
+            self._in_flight_batches.discard(batch)
+            self._in_flight_by_partition[batch.tp].remove(batch)
+            self._accumulator.requeue(batch)  # behind the older ones, which are retried first
+        return writable
 
     def _handle_response(self, resp: ProduceResponse, batches: list[ProducerBatch]) -> None:
         by_tp = {batch.tp: batch for batch in batches}
