@@ -4,19 +4,22 @@ LeaderAndIsr (issue 17 item 1).
     PYTHONPATH=src .venv/bin/python benchmarks/replica_startup.py --replicas 33000 [--unclean] \
         [--written 3000] [--rounds 3] [--work-dir DIR | --log-dir DIR] [--profile FILE]
 
-Makes `--replicas` logs under a temporary log dir as topic creation leaves them (a directory
-each), of which `--written` (spread evenly) get a few small batches, and closes the log manager
-cleanly, or, with `--unclean`, as a SIGKILL leaves it: the maker is a forked child that exits
-without closing anything after checkpointing the recovery points, and half of the written logs
-get more batches after that checkpoint (a tail recovery must re-validate). Then, timed, once per
-`--rounds`, each in a fresh forked process so nothing is cached in the interpreter: opening the
-log manager (every log loaded), and applying one LeaderAndIsr that makes this broker leader of
-half the replicas and follower of the other half (partitions created, producer state rebuilt,
-leader epochs assigned). The timed process exits without closing (a clean round puts the
-clean-shutdown marker back first), so every round loads the same files. Printed per phase and
-round: wall and CPU seconds (`time.process_time`) and replicas/s. `--profile` writes a cProfile of
-both phases of the first round (`python -m pstats FILE`). What the network, ZooKeeper and the
-replica fetchers add is `scale_partitions.py`'s start-up figures.
+Makes `--replicas` logs under a temporary log dir, of which `--written` (spread evenly) get a
+few small batches (a replica never written has no directory, as after a topic's creation), and
+closes the log manager cleanly, or, with `--unclean`, as a SIGKILL leaves it: the maker is a
+forked child that exits without closing anything after checkpointing the recovery points, and
+half of the written logs get more batches after that checkpoint (a tail recovery must
+re-validate). Then, timed, once per `--rounds`, each in a fresh forked process so nothing is
+cached in the interpreter: opening the log manager (every log loaded), and applying one
+LeaderAndIsr that makes this broker leader of half the replicas and follower of the other half
+(partitions created, producer state rebuilt, leader epochs assigned), with the collector settled
+as a started broker's is. With `--written 0` that LeaderAndIsr is what a topic's creation costs a
+broker per new replica, less the request's decoding and the replica fetchers. The timed process
+exits without closing (a clean round puts the clean-shutdown marker back first), so every round
+loads the same files. Printed per phase and round: wall and CPU seconds (`time.process_time`) and
+replicas/s. `--profile` writes a cProfile of both phases of the first round (`python -m pstats
+FILE`). What the network, ZooKeeper and the replica fetchers add is `scale_partitions.py`'s
+start-up figures.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import time
 import traceback
 from pathlib import Path
 
+from zkafka.cli.server import _settle_garbage_collector
 from zkafka.records.batch import validate_batches
 from zkafka.records.record import simple_batch
 from zkafka.server.partition import LeaderState
@@ -112,6 +116,7 @@ def start(
     extra = {"recovery_threads": recovery_threads} if recovery_threads != 1 else {}
     lm = timed("log manager opened", n, lambda: LogManager([log_dir], config, broker_id=1, **extra), profile)
     rm = ReplicaManager(1, lm)
+    _settle_garbage_collector()  # as a broker process does once started (logs loaded)
     changes = [
         PartitionStateChange(
             tp,

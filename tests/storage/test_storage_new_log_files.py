@@ -7,6 +7,7 @@ with data but no index files is rebuilt from its `.log`."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,47 @@ def test_a_first_write_whose_directory_cannot_be_made_fails_its_data_dir(tmp_pat
         (data / "t-0").unlink()
         append(lg, batch(1))  # nothing was half-done: the next write makes it
         assert LOG0 in segment_files(data / "t-0")
+
+
+def test_a_deleted_log_whose_rename_failed_is_loaded_when_asked_for_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manager creates new logs without looking for their directory (it loaded every one at
+    start-up and made or renamed each since), except where a deletion could not rename one: that
+    directory is still there, and a log asked for again loads it, as Kafka loads what it finds."""
+    data = tmp_path / "d"
+    with LogManager([data], LogConfig(), broker_id=1, cluster_id="c") as manager:
+        append(manager.get_or_create_log("t", 0), batch(3))
+
+        def refuse(src: object, dst: object) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(os, "replace", refuse)
+        with pytest.raises(OSError):
+            manager.delete_log("t", 0)
+        monkeypatch.undo()
+        assert partition_dirs(data) == ["t-0"]
+        again = manager.get_or_create_log("t", 0)
+        assert again.has_dir and again.log_end_offset == 3
+        assert manager.delete_log("t", 0) is not None  # renamed this time
+        fresh = manager.get_or_create_log("t", 0)  # and no longer looked for
+        assert not fresh.has_dir and fresh.log_end_offset == 0
+
+
+def test_a_directory_made_behind_the_managers_back_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A directory the manager did not make or load (something else made it while the broker
+    ran) is not looked for: the first write finds it, says so, and starts the log empty."""
+    data = tmp_path / "d"
+    with LogManager([data], LogConfig(), broker_id=1, cluster_id="c") as manager:
+        lg = manager.get_or_create_log("t", 0)
+        (data / "t-0").mkdir()
+        (data / "t-0" / LOG0).write_bytes(b"stale bytes")
+        with caplog.at_level(logging.WARNING, logger="zkafka.storage.log"):
+            append(lg, batch(2))
+        assert "already existed" in caplog.text
+        assert [r.offset for r in all_records(lg)] == [0, 1]
 
 
 def test_an_existing_directory_is_loaded_not_recreated(tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = _NO_FOLLOWERS
         """Leader only (a follower shares one empty dict: nothing per idle follower replica)."""
         self.listener = listener
-        self.producer_state = ProducerStateManager(self.log.dir_path)
+        self.producer_state = ProducerStateManager(self.log.directory)
         self.log.first_unstable_offset = self.producer_state.first_unstable_offset
         self.log.last_producer_records = self.producer_state.last_records
         self.log.on_roll = self._on_roll

@@ -39,7 +39,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 T = TypeVar("T")
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: str | Path) -> None:
     """Make a rename or create inside `path` durable (a no-op where dirs cannot be opened)."""
     try:
         fd = open_or_relieve(path, os.O_RDONLY)

@@ -140,6 +140,10 @@ class LogManager:
         half the open files limit)."""
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
+        self._left_behind: set[str] = set()  # directories of deleted logs whose rename failed
+        # logs held per topic: a config change for a topic with none (every new topic's, at each
+        # LeaderAndIsr that creates one) need not walk all the broker's logs
+        self._logs_of_topic: Counter[str] = Counter()
         self._dir_of: dict[TopicPartition, Path] = {}
         """Each log's data dir: always one of the `log_dirs` objects themselves (grouped by identity)."""
         self._count_in_dir: Counter[Path] = Counter()
@@ -221,6 +225,7 @@ class LogManager:
                 self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
                 self._dir_of[tp] = log_dir
                 self._count_in_dir[log_dir] += 1
+                self._logs_of_topic[tp.topic] += 1
         count = self.logs_in_dir_count(log_dir)
         if count == 0:
             log.info("no logs in %s yet", log_dir)  # a fresh dir: no shutdown, clean or not, to report
@@ -251,6 +256,8 @@ class LogManager:
                 self._topic_configs.pop(topic, None)
             else:
                 self._topic_configs[topic] = config
+            if not self._logs_of_topic[topic]:
+                return
             for tp, lg in self._logs.items():
                 if tp.topic == topic:
                     lg.update_config(self.config_for(topic))
@@ -313,15 +320,21 @@ class LogManager:
             if config is not None:
                 self._topic_configs[topic] = config
             log_dir = self._next_log_dir()
+            path = f"{os.fspath(log_dir)}/{partition_dir_name(tp)}"  # a str: no Path per replica
             lg = Log(
-                log_dir / partition_dir_name(tp),
+                path,
                 self.config_for(topic),
                 clock=self._clock,
                 had_clean_shutdown=True,
                 topic_partition=tp,
                 file_cache=self.file_cache,
                 make_dir=False,
+                # every log directory of the data dirs was loaded at start-up, and made or renamed
+                # by this manager since: one that is not held is not there, unless a deletion could
+                # not rename it (then it is loaded, as Kafka loads whatever directory it finds)
+                absent=path not in self._left_behind,
             )
+            self._left_behind.discard(path)
             lg.epochs.defer_writes(self._epoch_writes, lg)
             if lg.has_dir:  # a directory there already, loaded (a new one waits for a write)
                 if sync_dir:
@@ -331,6 +344,7 @@ class LogManager:
             self._logs[tp] = lg
             self._dir_of[tp] = log_dir
             self._count_in_dir[log_dir] += 1
+            self._logs_of_topic[tp.topic] += 1
             return lg
 
     def sync_created_dirs(self) -> None:
@@ -350,6 +364,7 @@ class LogManager:
                 return None
             log_dir = self._dir_of.pop(tp)
             self._count_in_dir[log_dir] -= 1
+            self._logs_of_topic[tp.topic] -= 1
             self._cleaner_offsets.pop(tp, None)
             self._high_watermarks.pop(tp, None)
             lg.close()
@@ -357,7 +372,11 @@ class LogManager:
             if not lg.has_dir:  # never written: nothing on disk to rename or delete later
                 self._checkpoint_dir(log_dir)
                 return target
-            os.replace(lg.dir_path, target)
+            try:
+                os.replace(lg.directory, target)
+            except OSError:
+                self._left_behind.add(lg.directory)
+                raise
             fsync_dir(log_dir)
             self._checkpoint_dir(log_dir)
             due = self._now_ms() + lg.config.file_delete_delay_ms

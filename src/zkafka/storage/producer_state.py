@@ -143,8 +143,8 @@ class ProducerStateManager:
     # is ~0.7 KiB): every replica of a broker has one of these, most of them idle
     __slots__ = ("log_dir", "map_end_offset", "ongoing", "producers", "unreplicated", "verifying")
 
-    def __init__(self, log_dir: Path | None = None) -> None:
-        self.log_dir = log_dir
+    def __init__(self, log_dir: str | Path | None = None) -> None:
+        self.log_dir = log_dir  # a replica's, often a str (`Log.directory`): no Path per replica
         self.producers: dict[int, ProducerEntry] = {}
         self.map_end_offset = 0  # all batches below this offset are reflected in `producers`
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
@@ -414,7 +414,7 @@ class ProducerStateManager:
 
     def snapshot_path(self, end_offset: int) -> Path:
         assert self.log_dir is not None
-        return self.log_dir / f"{end_offset:020d}{SNAPSHOT_SUFFIX}"
+        return Path(self.log_dir, f"{end_offset:020d}{SNAPSHOT_SUFFIX}")
 
     def take_snapshot(self, *, fsync: bool = True) -> Path | None:
         """Write `<map_end_offset>.snapshot` (fsynced, as Kafka does, unless the caller syncs the

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +62,7 @@ class LogSegment:
 
     def __init__(
         self,
-        dir_path: Path,
+        dir_path: Path | str,
         base_offset: int,
         *,
         index_interval_bytes: int,
@@ -76,16 +76,17 @@ class LogSegment:
     ) -> None:
         """`log_on_first_write` (with `create`): the `.log` too is made by its first use, not now
         (a new replica's first segment: see `zkafka.storage.log_loader.open_log_dir`)."""
-        self.dir_path = dir_path
+        # paths kept as str, Paths made when asked for (`dir_path`, `log_path`): a replica's
+        # creation and start-up make a segment each, tens of thousands, and a Path costs a parse
+        # (~5 us) and ~0.5 KiB
+        self._dir = os.fspath(dir_path)
         self.base_offset = base_offset
         self.suffix = suffix
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = created_ms
-        self.log_path = segment_file(dir_path, base_offset, LOG_SUFFIX, suffix)
-        # the indexes keep their paths as str: built from one prefix, not a Path each (start-up
-        # makes a segment per replica, tens of thousands)
-        stem = f"{os.fspath(dir_path)}/{filename_prefix(base_offset)}"  # not os.path.join: ~3x dearer
+        stem = f"{self._dir}/{filename_prefix(base_offset)}"  # not os.path.join: ~3x dearer
+        self._log_file = stem + LOG_SUFFIX + suffix
         self.index = OffsetIndex(stem + INDEX_SUFFIX + suffix, base_offset, max_index_bytes, create=create)
         self.time_index = TimeIndex(
             stem + TIME_INDEX_SUFFIX + suffix, base_offset, max_index_bytes, create=create
@@ -95,14 +96,14 @@ class LogSegment:
         self._unsynced = False  # written or truncated since the last fsync of the `.log`
         cache = file_cache if file_cache is not None else default_file_cache()
         if create:
-            self._file = SegmentFile(cache, self.log_path, create=True, on_first_use=log_on_first_write)
+            self._file = SegmentFile(cache, self._log_file, create=True, on_first_use=log_on_first_write)
             self.size = 0
             self._max_ts: int | None = NO_TIMESTAMP
             self._offset_of_max_ts = base_offset
             self._rolling_ts: int | None = NO_TIMESTAMP
         else:
-            self._file = SegmentFile(cache, self.log_path)
-            self.size = os.stat(self.log_path).st_size
+            self._file = SegmentFile(cache, self._log_file)
+            self.size = os.stat(self._log_file).st_size
             # unknown until needed: read from the time index (an empty segment has none, and
             # may have no index files: they are made on first write)
             self._max_ts = None if self.size else NO_TIMESTAMP
@@ -114,7 +115,15 @@ class LogSegment:
         first append that names its batches, dropped when the segment stops being active."""
 
     def __repr__(self) -> str:
-        return f"LogSegment({self.log_path.name}, size={self.size})"
+        return f"LogSegment({os.path.basename(self._log_file)}, size={self.size})"
+
+    @property
+    def dir_path(self) -> Path:
+        return Path(self._dir)
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self._log_file)
 
     # ---- descriptors and indexes ----------------------------------------------------------------
 
@@ -192,7 +201,7 @@ class LogSegment:
         """The `.log` mtime; a `.log` not made yet was last changed when the segment was made."""
         if self._file.absent:
             return self.created_ms
-        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+        return os.stat(self._log_file).st_mtime_ns // 1_000_000
 
     @property
     def largest_timestamp(self) -> int:
@@ -590,7 +599,7 @@ class LogSegment:
     # ---- files ----------------------------------------------------------------------------------
 
     def set_last_modified(self, ms: int) -> None:
-        os.utime(self.log_path, ns=(time.time_ns(), ms * 1_000_000))
+        os.utime(self._log_file, ns=(time.time_ns(), ms * 1_000_000))
 
     def change_suffix(self, new_suffix: str) -> None:
         """Rename the files from the current temporary suffix to `new_suffix` (the log last, so a
@@ -604,7 +613,7 @@ class LogSegment:
                 idx.path = target
         target = segment_file(self.dir_path, self.base_offset, LOG_SUFFIX, new_suffix)
         self._file.rename(target)  # atomic with a reopen by a thread not holding the log's lock
-        self.log_path = target
+        self._log_file = os.fspath(target)
         self.suffix = new_suffix
 
     def close(self) -> None:
@@ -632,7 +641,8 @@ class LogSegment:
         self.index.delete()
         self.time_index.delete()
         self._file.close()  # at once, or when the last reader (a fetch response) lets go
-        self.log_path.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(self._log_file)
 
     def abandon(self) -> None:
         """Close the `.log` without writing anything more (what a crash leaves: tests, failed loads)."""
