@@ -13,6 +13,7 @@ the running log (appends, reads, retention), and runs before any lock or reader 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from bisect import bisect_right
@@ -47,7 +48,7 @@ SegmentFactory = Callable[..., LogSegment]
 log being loaded."""
 
 
-def load_epoch_cache(dir_path: Path, present: bool) -> tuple[LeaderEpochCache, bool]:
+def load_epoch_cache(dir_path: str | Path, present: bool) -> tuple[LeaderEpochCache, bool]:
     """The cache from `leader-epoch-checkpoint`; (empty cache, True) when the file is corrupt
     or missing and must be rebuilt from the batches' partitionLeaderEpoch fields (only done
     when the log turns out to hold data). `present`: the directory's listing has the file (a
@@ -86,30 +87,30 @@ def open_log_dir(
     offset 0 only) is then `LoadedLog.dir_made` False, and its owner makes the directory before
     its first file (`Log._ensure_dir`). A `mkdir` is most of what a new replica costs the file
     system (~70 us of CPU on ext4, against a few for the failed listing), and a topic's creation
-    makes one per replica. (`dir_path` may be a str for that reason: a Path is made only to load
-    or make the directory.) With `absent` too the caller knows there is no directory (the log
-    manager: it loaded every log directory of its data dirs at start-up and made or renamed every
-    one since), and the failed listing that would find out is skipped as well (~3 us of system
-    call and a raised FileNotFoundError per replica)."""
+    makes one per replica. (Paths are strs here for that reason: a Path costs a parse and
+    ~0.5 KiB, and start-up loads as many logs.) With `absent` too the caller knows there is no
+    directory (the log manager: it loaded every log directory of its data dirs at start-up and
+    made or renamed every one since), and the failed listing that would find out is skipped as
+    well (~3 us of system call and a raised FileNotFoundError per replica)."""
+    dir_path = os.fspath(dir_path)
     if listing is None and not make_dir and log_start_offset == 0:
         try:
             listing = None if absent else os.listdir(dir_path)
         except FileNotFoundError:
             pass
         if listing is None:
-            epochs = LeaderEpochCache(f"{os.fspath(dir_path)}/{LEADER_EPOCH_CHECKPOINT}")
+            epochs = LeaderEpochCache(f"{dir_path}/{LEADER_EPOCH_CHECKPOINT}")
             loaded = LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
             loaded.changed = False
             loaded.dir_made = False
             return epochs, loaded
-    dir_path = dir_path if isinstance(dir_path, Path) else Path(dir_path)
     if listing is None:
         try:
-            dir_path.mkdir()
+            os.mkdir(dir_path)
         except FileExistsError:
             listing = os.listdir(dir_path)
         else:
-            epochs = LeaderEpochCache(os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT))
+            epochs = LeaderEpochCache(f"{dir_path}/{LEADER_EPOCH_CHECKPOINT}")
             return epochs, LogLoader(dir_path, new_segment, epochs, name).create(log_start_offset)
     epochs, rebuild_epochs = load_epoch_cache(dir_path, LEADER_EPOCH_CHECKPOINT in listing)
     loaded = LogLoader(dir_path, new_segment, epochs, name).load(
@@ -174,7 +175,7 @@ class LoadedLog:
 
 @dataclass
 class LogLoader:
-    dir_path: Path | str  # a str only for `create` (a new log: nothing to list or delete)
+    dir_path: str
     new_segment: SegmentFactory
     epochs: LeaderEpochCache
     name: object  # for log lines: the Log (formatted with %s only when a line is written)
@@ -277,13 +278,13 @@ class LogLoader:
         for name in names:
             base = offset_from_filename(name)
             if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
-                (self.dir_path / name).unlink(missing_ok=True)
+                _unlink(f"{self.dir_path}/{name}")
                 changed = True
             elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
                 swaps.append(base)
             elif base is not None and name.endswith(SWAP_SUFFIX):
                 # index swaps: the swapped segment's indexes are rebuilt, never trusted
-                (self.dir_path / name).unlink(missing_ok=True)
+                _unlink(f"{self.dir_path}/{name}")
                 changed = True
             elif base is not None and name.endswith(LOG_SUFFIX):
                 logs.add(base)
@@ -291,7 +292,7 @@ class LogLoader:
             base = offset_from_filename(name)
             if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
                 log.info("deleting orphan index file %s/%s", self.dir_path, name)
-                (self.dir_path / name).unlink(missing_ok=True)
+                _unlink(f"{self.dir_path}/{name}")
                 changed = True
         for base in sorted(swaps):
             self._complete_swap(base)
@@ -314,7 +315,7 @@ class LogLoader:
         for name in os.listdir(self.dir_path):
             old = offset_from_filename(name)
             if old is not None and base <= old < end and name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES)):
-                (self.dir_path / name).unlink(missing_ok=True)
+                _unlink(f"{self.dir_path}/{name}")
         swap.change_suffix("")
         swap.close()
         log.info("completed the interrupted swap of %s (offsets %d..%d)", swap.log_path, base, end)
@@ -363,3 +364,8 @@ class LogLoader:
             del self._bases[i]
             seg.delete_files()
         self._changed = True
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

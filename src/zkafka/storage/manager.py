@@ -212,7 +212,7 @@ class LogManager:
                 if tp in self._logs:
                     raise StorageError(f"duplicate log dirs for {tp}: {self._dir_of[tp]} and {log_dir}")
                 self._logs[tp] = Log(
-                    log_dir / name,
+                    f"{prefix}/{name}",  # a str: no Path per replica
                     self.config_for(tp.topic),
                     recovery_point=recovery.get(tp, 0),
                     log_start_offset=starts.get(tp, 0),
