@@ -105,3 +105,15 @@ def test_a_started_server_runs_with_the_heap_it_was_given(tmp_path, monkeypatch:
             argv = f.read().split(b"\0")
         assert b"-Xmx320m" in argv and b"-Xms32m" in argv
         assert four_letter_word(server.host, server.port) == "imok"
+
+
+def test_free_ports_picked_at_once_by_two_processes_differ() -> None:
+    """Two processes picking ports at the same time (two test workers, two `cluster up`) both see
+    a port free until one binds it: the claim `free_port` records for every port it hands out
+    keeps the other from getting the same one (a CI run lost a module's brokers to that)."""
+    script = "from zkafka.local.zookeeper import free_port\nprint(*[free_port() for _ in range(300)])"
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE) for _ in range(3)]
+    mine = [free_port() for _ in range(300)]
+    theirs = [int(p) for proc in procs for p in proc.communicate(timeout=60)[0].split()]
+    assert all(proc.returncode == 0 for proc in procs) and len(theirs) == 900
+    assert len(set(mine + theirs)) == 1200

@@ -79,7 +79,12 @@ def free_port(host: str = "127.0.0.1") -> int:
     Picked at random below the kernel's ephemeral range: a port that bind(0) hands out comes from
     that range, from which every outgoing connection also takes its local port, so in the seconds
     before our server binds it (a broker binds its metrics listener after loading its logs) a
-    client connection may take it ("address already in use", seen under a busy test suite)."""
+    client connection may take it ("address already in use", seen under a busy test suite).
+
+    Each port handed out is also claimed for `PORT_CLAIM_SECONDS` in a directory every process of
+    this machine shares (`_claim_port`): two processes picking at once (two test workers, two
+    `cluster up`) would otherwise both find the same port free and one server then fail to bind
+    it (seen in a CI run: two brokers of two workers given port 15970 within a second)."""
     low = _ephemeral_low()
     if low > 1024 + PICKED_PORTS // 4:
         rng = random.SystemRandom()
@@ -90,10 +95,43 @@ def free_port(host: str = "127.0.0.1") -> int:
                     s.bind((host, port))
                 except OSError:
                     continue
+                if not _claim_port(port):
+                    continue
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+PORT_CLAIM_SECONDS = 120
+"""How long a port handed out by `free_port` stays claimed: longer than a server takes to bind it."""
+
+
+def _claim_port(port: int) -> bool:
+    """Claim `port` for this process unless another claimed it in the last `PORT_CLAIM_SECONDS`
+    (a file per port, made with O_EXCL; an older claim is taken over). True when claimed, and
+    also when claims cannot be recorded here at all (then only the bind check protects)."""
+    claims = Path(tempfile.gettempdir()) / "zkafka-port-claims"
+    path = claims / str(port)
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime < PORT_CLAIM_SECONDS:
+                    return False
+                path.unlink()  # stale: the next O_EXCL decides who takes it over
+            except FileNotFoundError:
+                pass
+        except FileNotFoundError:
+            try:
+                claims.mkdir(mode=0o1777, exist_ok=True)
+            except OSError:
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def _ephemeral_low() -> int:
