@@ -65,10 +65,10 @@ class SegmentFile:
     __slots__ = ("absent", "cache", "closed", "fd", "path", "pins")
 
     def __init__(
-        self, cache: FileCache, path: Path, *, create: bool = False, on_first_use: bool = False
+        self, cache: FileCache, path: str | Path, *, create: bool = False, on_first_use: bool = False
     ) -> None:
         self.cache = cache
-        self.path = path
+        self.path = path  # a str from a segment: no Path per replica
         self.fd: int | None = None
         self.pins = 0
         self.closed = False
