@@ -191,6 +191,13 @@ def wait_moved(
     return moved
 
 
+def restart_unmeasured(cluster: LocalCluster, broker: int, console: Console, total: int) -> None:
+    """With `--skip startup` a stopped broker is still started again (the next phase waits for
+    every ISR to be complete, and would wait in vain), only not measured."""
+    console.print(f"[{total:,}] restarting broker {broker} (not measured: --skip startup)")
+    cluster.start_broker(broker)
+
+
 def time_startup(
     cluster: LocalCluster,
     zk: KafkaZkClient,
@@ -406,6 +413,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                         "start-up after SIGKILL",
                         zk_pid,
                     )
+                else:
+                    restart_unmeasured(cluster, controller, console, total)
 
             if "brokerkill" not in args.skip:
                 wait_full_isr(zk, paths, rf, args.timeout)
@@ -465,6 +474,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                         "start-up after broker SIGKILL",
                         zk_pid,
                     )
+                else:
+                    restart_unmeasured(cluster, victim, console, total)
 
             if "shutdown" not in args.skip:
                 wait_full_isr(zk, paths, rf, args.timeout)
@@ -518,6 +529,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                         "clean start-up",
                         zk_pid,
                     )
+                else:
+                    restart_unmeasured(cluster, victim, console, total)
 
             if "down" not in args.skip:
                 console.print(f"[{total:,}] cluster down")
