@@ -356,9 +356,10 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             if args.records_per_partition > 0:
                 each = args.records_per_partition
                 console.print(f"[{total:,}] writing {each} record(s) to every partition")
-                written = write_every_partition(
-                    cluster.bootstrap_servers, names, topic_size, args.records_per_partition, args.timeout
-                )
+                with profiled(args, f"{total}-write", {f"b{b}": pid for b, pid in pids.items()}):
+                    written = write_every_partition(
+                        cluster.bootstrap_servers, names, topic_size, args.records_per_partition, args.timeout
+                    )
                 run.add(
                     f"write {args.records_per_partition} record(s) to every partition, acks=all", written, "s"
                 )
@@ -584,7 +585,9 @@ def main() -> None:
     ap.add_argument("--idle-seconds", type=float, default=3.0)
     ap.add_argument("--work-dir", help="where the brokers' directories go (default: the temp dir)")
     ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
-    ap.add_argument("--py-spy", help="path of py-spy: profile the brokers during creation and shutdown")
+    ap.add_argument(
+        "--py-spy", help="path of py-spy: profile the brokers in each phase (create, write, kills, starts)"
+    )
     ap.add_argument("--profile-dir", default="build/scale-profiles", help="where --py-spy writes")
     ap.add_argument(
         "--override",
