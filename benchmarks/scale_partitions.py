@@ -153,7 +153,10 @@ def wait_leaders(zk: KafkaZkClient, paths: list[str], timeout: float) -> float:
 
 def wait_full_isr(zk: KafkaZkClient, paths: list[str], rf: int, timeout: float) -> float:
     """Seconds until every path's ISR has `rf` members (a healthy cluster before anything is
-    killed: a partition whose only in-sync replica dies stays offline, as in Kafka)."""
+    killed: a partition whose only in-sync replica dies stays offline, as in Kafka), and the
+    controller has taken in every ISR change notification the leaders wrote for them: a restarted
+    broker's rejoining makes tens of thousands, and a phase begun while the controller still reads
+    their states would measure that work too."""
     t0 = time.perf_counter()
     pending = list(paths)
     while pending:
@@ -164,7 +167,12 @@ def wait_full_isr(zk: KafkaZkClient, paths: list[str], rf: int, timeout: float) 
         if time.perf_counter() - t0 > timeout:
             raise TimeoutError(f"{len(pending):,} partitions with an incomplete ISR after {timeout:.0f} s")
         time.sleep(0.5)
-    return time.perf_counter() - t0
+    full = time.perf_counter() - t0
+    while zk.get_isr_change_notifications():
+        if time.perf_counter() - t0 > timeout:
+            raise TimeoutError(f"ISR change notifications still pending after {timeout:.0f} s")
+        time.sleep(0.2)
+    return full
 
 
 def wait_moved(
