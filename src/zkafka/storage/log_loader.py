@@ -13,7 +13,6 @@ the running log (appends, reads, retention), and runs before any lock or reader 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from bisect import bisect_right
@@ -278,13 +277,13 @@ class LogLoader:
         for name in names:
             base = offset_from_filename(name)
             if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")):
-                _unlink(f"{self.dir_path}/{name}")
+                Path(self.dir_path, name).unlink(missing_ok=True)
                 changed = True
             elif base is not None and name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
                 swaps.append(base)
             elif base is not None and name.endswith(SWAP_SUFFIX):
                 # index swaps: the swapped segment's indexes are rebuilt, never trusted
-                _unlink(f"{self.dir_path}/{name}")
+                Path(self.dir_path, name).unlink(missing_ok=True)
                 changed = True
             elif base is not None and name.endswith(LOG_SUFFIX):
                 logs.add(base)
@@ -292,7 +291,7 @@ class LogLoader:
             base = offset_from_filename(name)
             if base is not None and name.endswith(INDEX_SUFFIXES) and base not in logs:
                 log.info("deleting orphan index file %s/%s", self.dir_path, name)
-                _unlink(f"{self.dir_path}/{name}")
+                Path(self.dir_path, name).unlink(missing_ok=True)
                 changed = True
         for base in sorted(swaps):
             self._complete_swap(base)
@@ -315,7 +314,7 @@ class LogLoader:
         for name in os.listdir(self.dir_path):
             old = offset_from_filename(name)
             if old is not None and base <= old < end and name.endswith((LOG_SUFFIX, *INDEX_SUFFIXES)):
-                _unlink(f"{self.dir_path}/{name}")
+                Path(self.dir_path, name).unlink(missing_ok=True)
         swap.change_suffix("")
         swap.close()
         log.info("completed the interrupted swap of %s (offsets %d..%d)", swap.log_path, base, end)
@@ -364,8 +363,3 @@ class LogLoader:
             del self._bases[i]
             seg.delete_files()
         self._changed = True
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)

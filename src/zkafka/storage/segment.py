@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -641,8 +641,7 @@ class LogSegment:
         self.index.delete()
         self.time_index.delete()
         self._file.close()  # at once, or when the last reader (a fetch response) lets go
-        with suppress(FileNotFoundError):
-            os.unlink(self._log_file)
+        self.log_path.unlink(missing_ok=True)
 
     def abandon(self) -> None:
         """Close the `.log` without writing anything more (what a crash leaves: tests, failed loads)."""
