@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -197,6 +198,38 @@ def wait_moved(
     if pending:
         raise TimeoutError(f"{len(pending):,} leaders still on broker {away_from} after {timeout:.0f} s")
     return moved
+
+
+LEADER_AND_ISR_LINE = re.compile(
+    rb"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO zkafka\.server\.replica_manager: "
+    rb"LeaderAndIsr \(controller epoch \d+\): leader of (\d+) partition"
+)
+
+
+def wait_leaders_applied(logs: list[Path], offsets: list[int], expected: int, timeout: float) -> float:
+    """Wall time at which the brokers writing `logs` had, between them, become leader of `expected`
+    partitions, read from their logs' one line per applied LeaderAndIsr ("leader of N
+    partition(s)"), past `offsets` (each log's size before the kill). The line is written once the
+    request is applied: from then on the new leader answers produce and fetch requests. Reading
+    logs costs the brokers nothing, where polling their Metadata or /metrics at 100,000
+    partitions would take CPU from the very work being timed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        led, last = 0, 0.0
+        for log_path, offset in zip(logs, offsets, strict=True):
+            with open(log_path, "rb") as f:
+                f.seek(offset)
+                for line in f:
+                    m = LEADER_AND_ISR_LINE.match(line)
+                    if m:
+                        led += int(m.group(3))
+                        stamp = time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
+                        last = max(last, stamp + int(m.group(2)) / 1000)
+        if led >= expected:
+            return last
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the new leaders logged {led:,} of {expected:,} after {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 def restart_unmeasured(cluster: LocalCluster, broker: int, console: Console, total: int) -> None:
@@ -438,9 +471,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 held = [p for p, s in states.items() if victim in s["isr"]]
                 console.print(f"[{total:,}] SIGKILL broker {victim} (leads {len(victim_paths):,})")
                 controller_pid = cluster.brokers[controller].pid
+                survivors = [b for b in cluster.brokers if b != victim and cluster.broker_alive(b)]
+                survivor_logs = [cluster.brokers[b].log_path for b in survivors]
+                log_offsets = [p.stat().st_size for p in survivor_logs]
                 expired = watch_deletion(zk, f"/brokers/ids/{victim}")
+                profile = {
+                    ("controller" if b == controller else f"b{b}"): cluster.brokers[b].pid for b in survivors
+                }
                 with (
-                    profiled(args, f"{total}-brokerkill", {"controller": controller_pid}),
+                    profiled(args, f"{total}-brokerkill", profile),
                     CpuSampler(controller_pid) as controller_cpu,
                 ):
                     killed = time.time()
@@ -449,6 +488,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     moved = wait_moved(
                         zk, victim_paths, victim, args.timeout + args.session_timeout_ms / 1000
                     )
+                    applied = wait_leaders_applied(survivor_logs, log_offsets, len(moved), args.timeout)
                 last = max(moved.values())
                 beyond = last - killed - args.session_timeout_ms / 1000
                 run.add(
@@ -469,6 +509,12 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     BROKER_KILL_AIM_S,
                     False,
                     note=f"controller CPU {controller_cpu.between(expired.result(5), last):.2f} s",
+                )
+                run.add(
+                    f"broker SIGKILL: session expired to the new leaders of all {len(moved):,} serving",
+                    applied - expired.result(5),
+                    "s",
+                    note="their brokers applied the LeaderAndIsr (logged)",
                 )
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {victim} (recovery after SIGKILL)")

@@ -21,7 +21,7 @@ def _without(items: Sequence[int], removed: Iterable[int]) -> tuple[int, ...]:
     return tuple(i for i in items if i not in drop)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
     """A partition's replicas plus its in-flight reassignment (KIP-455).
 

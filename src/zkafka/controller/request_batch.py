@@ -191,16 +191,18 @@ class ControllerBrokerRequestBatch:
         )
 
     # -- sending --------------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Queue everything on the brokers' channels and start a new batch."""
+    def flush(self) -> bool:
+        """Queue everything on the brokers' channels and start a new batch. Returns whether there
+        was anything to queue."""
         if self.is_empty:
-            return
+            return False
         try:
             self._send_leader_and_isr()
             self._send_update_metadata()
             self._send_stop_replica()
         finally:
             self.clear()
+        return True
 
     def _send(
         self, broker_id: int, request: Message, version: int, callback: Callable[[Message], None] | None
