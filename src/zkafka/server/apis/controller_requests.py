@@ -9,6 +9,7 @@ session can therefore no longer change this broker's state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -59,6 +60,8 @@ def _tuples() -> Callable[[Iterable[int]], tuple[int, ...]]:
     seen: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     def interned(ids: Iterable[int]) -> tuple[int, ...]:
+        if not ids:  # adding/removing replicas: empty but for a partition being reassigned
+            return ()
         t = tuple(ids)
         return seen.setdefault(t, t)
 
@@ -101,8 +104,12 @@ def handle_leader_and_isr(
     return _apply_with_topic_configs(ctx, request, changes, new_topics, refused)
 
 
+# per topic, not per partition: a request names each topic for up to thousands of partitions
+_valid_topic_name = functools.lru_cache(maxsize=4096)(is_valid_topic_name)
+
+
 def _illegal(tp: TopicPartition) -> ErrorCode:
-    if not is_valid_topic_name(tp.topic):
+    if not _valid_topic_name(tp.topic):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     if tp.partition < 0:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
