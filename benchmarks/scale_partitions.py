@@ -22,8 +22,10 @@ For each size in `--partitions` (a fresh ZooKeeper chroot and cluster each):
    (the controller learns of the death when the session expires). Aim <= 1 s. ZooKeeper expires
    sessions on its tick, up to a tick (and a ping interval) either side of kill + timeout, so the
    same is also timed from the expiry itself (a watch on the victim's `/brokers/ids/<id>` sees its
-   deletion), with the controller process's CPU seconds over that span. Then it is started again,
-   timed as in 4.
+   deletion), with the controller process's CPU seconds over that span. A ZooKeeper write is not
+   yet a leader that serves: the last figure runs from the expiry until the surviving brokers
+   have applied the LeaderAndIsr that makes them leaders of all those partitions (the line each
+   logs once it has, read from their logs). Then it is started again, timed as in 4.
 6. **controlled shutdown**: SIGTERM to the broker leading the most partitions: signal to the last
    leader moved (state znode mtimes, polled from the signal on: a later write, such as the ISR
    removal after the exit, would replace the move's mtime) and signal to exit. Aim: 10,000
