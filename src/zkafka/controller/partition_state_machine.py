@@ -20,7 +20,6 @@ is flushed when a call completes.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -91,11 +90,10 @@ class PartitionStateMachine:
             return {}
         results = await self._do_handle_state_changes(partitions, target, strategy)
         if self.core.batch.flush():
-            # One loop turn for the brokers' channels to encode and write what was just queued:
-            # after a broker's death the event goes on to take it out of tens of thousands of
-            # ISRs, a second of this loop before its next await, and the new leaders' LeaderAndIsr
-            # would wait for it (0.8 s at 33,000 leaders).
-            await asyncio.sleep(0)
+            # The channels encode and write what was just queued before this event goes on: after
+            # a broker's death it takes the broker out of tens of thousands of ISRs next, and the
+            # new leaders' LeaderAndIsr waited for that (0.8 s at 33,000 leaders).
+            await self.core.yield_to_broker()
         return results
 
     async def _do_handle_state_changes(

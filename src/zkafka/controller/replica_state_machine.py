@@ -195,6 +195,7 @@ class ReplicaStateMachine:
         core, ctx = self.core, self.core.context
         for replica in replicas:
             core.batch.add_stop_replica([broker_id], replica.partition, delete=False)
+        await core.yield_to_broker()
         with_leadership = [r.partition for r in replicas if r.partition in ctx.leadership]
         without_leadership = [r for r in replicas if r.partition not in ctx.leadership]
         known = {tp: ctx.leadership[tp] for tp in with_leadership if tp in told}
@@ -230,6 +231,7 @@ class ReplicaStateMachine:
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], list[TopicPartition]]:
         core, ctx = self.core, self.core.context
         current = await read_states(core, partitions, from_context=from_context)
+        await core.yield_to_broker()
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
         verify: list[TopicPartition] = []
