@@ -112,6 +112,10 @@ class App:
                 # producer turns fatal and is replaced
                 "transaction.timeout.ms": 60000,
                 "error_cb": self._client_error,
+                # librdkafka's transaction manager on stderr (pytest shows it with a failure):
+                # once (CI, 2026-11-29) commit_transaction(60) blocked 115 s, past its own timeout,
+                # on a commit our coordinator had completed 33 ms after the EndTxn
+                "debug": "eos",
             }
         )
         self._retrying(lambda: p.init_transactions(120))
