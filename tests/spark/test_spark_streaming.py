@@ -88,7 +88,8 @@ def test_processing_time_trigger_while_producing(spark: Any, bootstrap: str, tmp
         )
         assert query.exception() is None
         assert sorted(int(v[1:]) for v in table_values(spark, "live")) == list(range(100, 300))
-        assert len(batch_sizes(query)) >= 2  # arrived over several micro-batches
+        # arrived over several micro-batches (each recorded in the progress after its rows are in the sink)
+        wait_until(lambda: len(batch_sizes(query)) >= 2, 30, "two micro-batches in the query's progress")
         assert query.lastProgress["sources"][0]["latestOffset"] is not None  # reportLatestOffset
     finally:
         query.stop()
@@ -152,6 +153,9 @@ def test_min_offsets_per_trigger_waits_for_enough_records(spark: Any, bootstrap:
         assert time.monotonic() - produced > 1.5  # held back, not read at the next 200 ms trigger
         produce(bootstrap, name, values(40, start=20))
         wait_until(lambda: count() == 60, 60, "40 >= 30 records")
+        # The memory sink holds a micro-batch's rows before the query records that batch in its
+        # progress (CI, 2026-11-29: [10, 10] with all 60 rows in the sink).
+        wait_until(lambda: sum(batch_sizes(query)) == 60, 30, "the third micro-batch in the query's progress")
         assert batch_sizes(query) == [10, 10, 40]
     finally:
         query.stop()
