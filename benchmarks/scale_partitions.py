@@ -216,12 +216,16 @@ def wait_leaders_applied(logs: list[Path], offsets: list[int], expected: int, ti
     logs costs the brokers nothing, where polling their Metadata or /metrics at 100,000
     partitions would take CPU from the very work being timed."""
     deadline = time.monotonic() + timeout
+    positions = list(offsets)
+    led, last = 0, 0.0
     while True:
-        led, last = 0, 0.0
-        for log_path, offset in zip(logs, offsets, strict=True):
+        for i, log_path in enumerate(logs):
             with open(log_path, "rb") as f:
-                f.seek(offset)
+                f.seek(positions[i])
                 for line in f:
+                    if not line.endswith(b"\n"):
+                        break  # still being written: read it whole at the next poll
+                    positions[i] += len(line)
                     m = LEADER_AND_ISR_LINE.match(line)
                     if m:
                         led += int(m.group(3))
