@@ -2,7 +2,9 @@
 
 Thread affinity: everything here runs on the event loop, inside the controller's event task (watch
 callbacks only build events and enqueue them). Blocking ZooKeeper calls go through `call`, which runs
-them on the `ZkExecutor` thread; the event task awaits them, so events never interleave.
+them on the `ZkExecutor` thread; the event task awaits them, so events never interleave. A long
+event also gives the rest of the loop (this controller's own broker) turns between its stages,
+through `yield_to_broker`.
 
 A "term" is one period as active controller: `begin_term` (after winning the election) creates the
 channels and the request batch, `end_term` (resignation) closes them and forgets the context.
