@@ -13,6 +13,7 @@ from zkafka.controller.election import (
     leader_for_offline,
     leader_for_preferred,
     leader_for_reassign,
+    leaders_for_offline,
     offline_leader,
     preferred_leader,
     reassign_leader,
@@ -172,3 +173,37 @@ def test_offline_election_properties(
     assert new.isr and set(new.isr) <= live and new.leader in new.isr
     if not result.unclean:
         assert new.leader in isr
+
+
+_broker = st.integers(min_value=1, max_value=4)
+
+
+@st.composite
+def _offline_cases(draw: st.DrawFn) -> tuple[list[int], tuple[int, ...], frozenset[int], bool]:
+    assignment = draw(st.lists(_broker, min_size=1, max_size=4, unique=True))
+    isr = tuple(draw(st.lists(st.sampled_from(assignment), max_size=len(assignment), unique=True)))
+    return assignment, isr, draw(st.frozensets(_broker)), draw(st.booleans())
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases=st.lists(_offline_cases(), min_size=1, max_size=12), shared=st.booleans())
+def test_batched_offline_election_decides_as_one_partition_at_a_time(
+    cases: list[tuple[list[int], tuple[int, ...], frozenset[int], bool]], shared: bool
+) -> None:
+    """`leaders_for_offline` shares a decision between partitions alike in assignment, ISR, live
+    replicas and unclean rule: the per-partition rule is its oracle, partition by partition,
+    whether alike partitions come as lists or tuples, repeated (shared) or each its own."""
+    if shared:  # the same few cases many times over, as after a broker's death
+        cases = cases * 3
+    partitions = [
+        (TopicPartition(f"t{i % 5}", i), LeaderAndIsr(assignment[0], 7 + i, isr, zk_version=i))
+        for i, (assignment, isr, _, _) in enumerate(cases)
+    ]
+    assignments = [a if i % 2 else tuple(a) for i, (a, _, _, _) in enumerate(cases)]
+    live = [c[2] for c in cases]
+    unclean = {f"t{i % 5}": cases[i][3] for i in range(len(cases))}  # last case of a topic wins
+    expected = [
+        leader_for_offline(tp, lai, assignment, alive, unclean[tp.topic])
+        for (tp, lai), assignment, alive in zip(partitions, assignments, live, strict=True)
+    ]
+    assert leaders_for_offline(partitions, assignments, live, unclean) == expected

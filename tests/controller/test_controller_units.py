@@ -116,3 +116,27 @@ def test_replicas_and_partitions_on_brokers_walk_the_assignments_in_topic_and_pa
         TopicPartition("b", 1),
     ]
     assert ctx.replicas_on_brokers([9]) == [] and ctx.partitions_on_broker(9) == []
+
+
+def test_online_replicas_of_many_partitions_agrees_with_one_at_a_time() -> None:
+    """Partitions with the same assignment share one set of online replicas, until a replica is
+    on a failed log dir: then each partition gets its own (a shared set would hide that replica's
+    failure from the partitions beside it, or spread it to them)."""
+    from zkafka.controller.context import ControllerContext
+
+    ctx = ControllerContext()
+    ctx.live_brokers = dict.fromkeys([1, 2, 3])  # type: ignore[arg-type]
+    ctx.shutting_down_broker_ids = {3}
+    tps = [TopicPartition("t", p) for p in range(6)]
+    for tp in tps:
+        ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment((tp.partition % 4 + 1, 2, 3)))
+
+    def one_at_a_time() -> list[set[int]]:
+        return [ctx.online_replicas(tp) for tp in tps]
+
+    assert ctx.online_replicas_of(tps) == one_at_a_time()
+    shared = ctx.online_replicas_of(tps)
+    assert shared[0] is shared[4]  # same assignment (1, 2, 3): one set
+    ctx.replicas_on_offline_dirs[2] = {tps[4]}
+    assert ctx.online_replicas_of(tps) == one_at_a_time()
+    assert 2 in ctx.online_replicas_of(tps)[0] and 2 not in ctx.online_replicas_of(tps)[4]

@@ -143,6 +143,23 @@ class ControllerContext:
             if self.is_replica_online(r, partition, include_shutting_down=include_shutting_down)
         }
 
+    def online_replicas_of(self, partitions: Iterable[TopicPartition]) -> list[frozenset[int]]:
+        """`online_replicas` of each partition, in order. Partitions with the same assignment
+        share one set while no replica is on a failed log dir: after a broker's death a set per
+        partition was a fifth of deciding its 33,000 leaders (100,000 partitions)."""
+        if any(self.replicas_on_offline_dirs.values()):
+            return [frozenset(self.online_replicas(tp)) for tp in partitions]
+        live = self.live_broker_ids
+        shared: dict[tuple[int, ...], frozenset[int]] = {}
+        out = []
+        for tp in partitions:
+            replicas = self.partition_replica_assignment(tp)
+            online = shared.get(replicas)
+            if online is None:
+                online = shared[replicas] = frozenset(r for r in replicas if r in live)
+            out.append(online)
+        return out
+
     # -- assignments -----------------------------------------------------------------------------------
     def partition_full_replica_assignment(self, partition: TopicPartition) -> ReplicaAssignment:
         found = self.assignments.get(partition.topic, {}).get(partition.partition)

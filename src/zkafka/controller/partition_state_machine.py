@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from kazoo.exceptions import NodeExistsError
 
@@ -36,9 +36,9 @@ from zkafka.controller.election import (
     ReassignElection,
     initial_leader_and_isr,
     leader_for_controlled_shutdown,
-    leader_for_offline,
     leader_for_preferred,
     leader_for_reassign,
+    leaders_for_offline,
 )
 from zkafka.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, StateChangeFailedError
 from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
@@ -303,12 +303,11 @@ class PartitionStateMachine:
             case OfflineElection(allow_unclean=allow_unclean):
                 # Each partition's live replicas once, for both the unclean check and the choice
                 # (33,000 partitions to elect after a controller dies at 100,000).
-                online = [ctx.online_replicas(tp) for tp, _ in partitions]
+                tps = [tp for tp, _ in partitions]
+                online = ctx.online_replicas_of(tps)
                 unclean = await self._unclean_allowed(partitions, online, allow_unclean)
-                return [
-                    leader_for_offline(tp, lai, ctx.partition_replica_assignment(tp), live, unclean[tp.topic])
-                    for (tp, lai), live in zip(partitions, online, strict=True)
-                ]
+                assignments = [ctx.partition_replica_assignment(tp) for tp in tps]
+                return leaders_for_offline(partitions, assignments, online, unclean)
             case ReassignElection():
                 out = []
                 for tp, lai in partitions:
@@ -338,7 +337,7 @@ class PartitionStateMachine:
     async def _unclean_allowed(
         self,
         partitions: list[tuple[TopicPartition, LeaderAndIsr]],
-        online: list[set[int]],
+        online: Sequence[Collection[int]],
         allow_unclean: bool,
     ) -> dict[str, bool]:
         """Topic -> may elect uncleanly (`online`: each partition's live replicas). Configs are read

@@ -7,7 +7,7 @@ znodes written conditionally on their zkVersion, many per fenced multi (bounded 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 from kazoo.exceptions import (
@@ -152,7 +152,7 @@ class ControllerStoreMixin(ZkStore):
                     key,
                     result,
                 )
-        creates: list[tuple[object, Op]] = [
+        creates: Iterator[tuple[object, Op]] = (  # sent multi by multi as made (`_send_chunked`)
             (
                 tp,
                 CreateOp(
@@ -161,7 +161,7 @@ class ControllerStoreMixin(ZkStore):
                 ),
             )
             for tp, s in states.items()
-        ]
+        )
         created: dict[TopicPartition, int] = {}
         failed: dict[TopicPartition, Exception] = {}
         for tp, result in self._batched_fenced(epoch_zk_version, creates).items():
@@ -180,7 +180,8 @@ class ControllerStoreMixin(ZkStore):
         """Controller write of new leader/ISR: per partition a setData conditional on the
         `zk_version` carried by each LeaderAndIsr, many to a fenced multi. Raises
         ControllerMovedError if fenced."""
-        writes: list[tuple[object, Op]] = [
+        # a generator: each multi is sent as soon as its operations are made (`_send_chunked`)
+        writes: Iterator[tuple[object, Op]] = (
             (
                 tp,
                 SetDataOp(
@@ -190,7 +191,7 @@ class ControllerStoreMixin(ZkStore):
                 ),
             )
             for tp, lai in states.items()
-        ]
+        )
         successful: dict[TopicPartition, int] = {}
         bad_version: list[TopicPartition] = []
         failed: dict[TopicPartition, Exception] = {}
@@ -237,7 +238,7 @@ class ControllerStoreMixin(ZkStore):
         ZooKeeper transaction per chunk instead of one request per partition. A chunk that fails
         (a stale zkVersion rolls back its neighbours too) or whose answer was lost is written
         again pipelined, partition by partition, so each keeps its own outcome."""
-        items = [
+        items = (  # sent multi by multi as made (`_send_chunked`)
             (
                 tp,
                 SetDataOp(
@@ -247,7 +248,7 @@ class ControllerStoreMixin(ZkStore):
                 ),
             )
             for tp, (lai, epoch) in updates.items()
-        ]
+        )
         applied, left = self.batched_multis(items)
         out = {tp: (True, int(stat.version)) for tp, stat in applied.items()}
         if left:
