@@ -671,7 +671,7 @@ def main() -> None:
         f"open files limit {now} (was {before}); cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}"
     )
     runs = []
-    with ZooKeeperServer() as zkserver:
+    with ZooKeeperServer(quick_jit=False) as zkserver:
         for size in args.partitions:
             run = run_size(args, zkserver, size, console)
             print_run(console, run, args)

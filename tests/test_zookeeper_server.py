@@ -18,7 +18,15 @@ def test_fixture_server_answers(zookeeper_server: ZooKeeperServer) -> None:
     assert four_letter_word(zookeeper_server.host, zookeeper_server.port, "ruok") == "imok"
 
 
-def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
+def _java_flags(data_dir) -> list[str]:
+    pid = int((data_dir / "zookeeper.pid").read_text().split()[0])
+    return open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\0")
+
+
+@pytest.mark.parametrize("quick_jit", [False, True])
+def test_cli_zookeeper_start_stops_on_sigterm(tmp_path, quick_jit: bool) -> None:
+    """A standalone server answers, and stops on SIGTERM; its JVM stops the JIT at C1 only when
+    asked (`--quick-jit`, what local clusters pass): a long-running server gets C2."""
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -30,6 +38,7 @@ def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
             str(port),
             "--data-dir",
             str(tmp_path / "zk"),
+            *(["--quick-jit"] if quick_jit else []),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -39,6 +48,7 @@ def test_cli_zookeeper_start_stops_on_sigterm(tmp_path) -> None:
         line = proc.stdout.readline()
         assert f"127.0.0.1:{port}" in line
         assert four_letter_word("127.0.0.1", port) == "imok"
+        assert ("-XX:TieredStopAtLevel=1" in _java_flags(tmp_path / "zk")) is quick_jit
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
         deadline = time.monotonic() + 10

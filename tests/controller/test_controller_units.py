@@ -140,3 +140,28 @@ def test_online_replicas_of_many_partitions_agrees_with_one_at_a_time() -> None:
     ctx.replicas_on_offline_dirs[2] = {tps[4]}
     assert ctx.online_replicas_of(tps) == one_at_a_time()
     assert 2 in ctx.online_replicas_of(tps)[0] and 2 not in ctx.online_replicas_of(tps)[4]
+
+
+def test_partitions_with_offline_leader_with_and_without_failed_log_dirs() -> None:
+    """A leader counts as offline when its broker is gone or shutting down, or (only while some
+    replica is on a failed log dir) when its own replica is on one; topics queued for deletion are
+    left out either way."""
+    from zkafka.controller.context import ControllerContext
+    from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+
+    ctx = ControllerContext()
+    ctx.live_brokers = dict.fromkeys([1, 2, 3])  # type: ignore[arg-type]
+    ctx.shutting_down_broker_ids = {3}
+    tps = [TopicPartition("t", p) for p in range(5)] + [TopicPartition("doomed", 0)]
+    for tp, leader in zip(tps, [1, 2, 3, 4, 1, 4], strict=True):
+        ctx.leadership[tp] = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, 0, (leader,)), 1)
+    ctx.topics_to_be_deleted = {"doomed"}
+    expected = [tp for tp in tps if not ctx.is_replica_online(ctx.leadership[tp].leader_and_isr.leader, tp)]
+    assert ctx.partitions_with_offline_leader() == [t for t in expected if t.topic != "doomed"]
+    assert ctx.partitions_with_offline_leader() == [TopicPartition("t", 2), TopicPartition("t", 3)]
+    ctx.replicas_on_offline_dirs[1] = {TopicPartition("t", 4)}
+    assert ctx.partitions_with_offline_leader() == [
+        TopicPartition("t", 2),
+        TopicPartition("t", 3),
+        TopicPartition("t", 4),
+    ]

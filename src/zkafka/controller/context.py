@@ -230,11 +230,21 @@ class ControllerContext:
         return {tp for tp, s in self.leadership.items() if s.leader_and_isr.leader == broker_id}
 
     def partitions_with_offline_leader(self) -> list[TopicPartition]:
+        """Partitions whose leader cannot serve (`is_replica_online`), topics queued for deletion
+        excepted. Walks every partition after each broker's death: while no replica is on a
+        failed log dir, a set lookup per partition rather than two calls."""
+        deleting = self.topics_to_be_deleted
+        if any(self.replicas_on_offline_dirs.values()):
+            return [
+                tp
+                for tp, s in self.leadership.items()
+                if not self.is_replica_online(s.leader_and_isr.leader, tp) and tp.topic not in deleting
+            ]
+        live = self.live_broker_ids
         return [
             tp
             for tp, s in self.leadership.items()
-            if not self.is_replica_online(s.leader_and_isr.leader, tp)
-            and not self.is_topic_queued_up_for_deletion(tp.topic)
+            if s.leader_and_isr.leader not in live and tp.topic not in deleting
         ]
 
     def partitions_with_leaders(self) -> list[TopicPartition]:

@@ -100,11 +100,19 @@ class PartitionStateMachine:
         self, partitions: list[TopicPartition], target: PartitionState, strategy: ElectionStrategy | None
     ) -> ElectionOutcome:
         ctx = self.core.context
+        states, allowed, absent = (
+            ctx.partition_states,
+            PARTITION_VALID_PREVIOUS[target],
+            PartitionState.NON_EXISTENT,
+        )
         valid = []
+        uninitialized = []  # NEW ones among them
         for tp in partitions:
-            current = ctx.partition_state(tp)
-            if current in PARTITION_VALID_PREVIOUS[target]:
+            current = states.get(tp, absent)
+            if current in allowed:
                 valid.append(tp)
+                if current is PartitionState.NEW:
+                    uninitialized.append(tp)
             else:
                 state_change_log.warning(
                     "controller %d epoch %d: invalid partition state change of %s from %s to %s",
@@ -115,24 +123,26 @@ class PartitionStateMachine:
                     target.value,
                 )
         if target is not PartitionState.ONLINE:
-            for tp in valid:
-                self._change_state(tp, target)
+            self._change_states(valid, target)
             return {}
         results: ElectionOutcome = {}
-        uninitialized = [tp for tp in valid if ctx.partition_state(tp) is PartitionState.NEW]
-        to_elect = [tp for tp in valid if ctx.partition_state(tp) is not PartitionState.NEW]
+        to_elect = valid
         if uninitialized:
+            new = set(uninitialized)
+            to_elect = [tp for tp in valid if tp not in new]
             results.update(await self._initialize_leader_and_isr(uninitialized))
         if to_elect:
             if strategy is None:
                 raise ValueError("electing leaders needs an election strategy")
             results.update(await self._elect_leaders(to_elect, strategy))
         failed: list[tuple[TopicPartition, Exception]] = []
+        online = []
         for tp, outcome in results.items():
             if isinstance(outcome, LeaderAndIsr):
-                self._change_state(tp, PartitionState.ONLINE)
+                online.append(tp)
             else:
                 failed.append((tp, outcome))
+        self._change_states(online, PartitionState.ONLINE)
         if failed:
             self._report_failures(failed)
         return results
@@ -154,6 +164,15 @@ class PartitionStateMachine:
         if len(failed) > FAILURES_SHOWN and state_change_log.isEnabledFor(logging.DEBUG):
             for tp, error in failed[FAILURES_SHOWN:]:
                 state_change_log.debug("%s failed to go online: %s", tp, error)
+
+    def _change_states(self, partitions: list[TopicPartition], target: PartitionState) -> None:
+        """`_change_state` of many: one dict update when DEBUG is off (33,000 partitions go
+        OFFLINE and then ONLINE after a broker's death at 100,000)."""
+        if state_change_log.isEnabledFor(logging.DEBUG):
+            for tp in partitions:
+                self._change_state(tp, target)
+        else:
+            self.core.context.partition_states.update(dict.fromkeys(partitions, target))
 
     def _change_state(self, tp: TopicPartition, target: PartitionState) -> None:
         ctx = self.core.context

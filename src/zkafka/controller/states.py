@@ -48,6 +48,11 @@ class PartitionState(enum.Enum):
     OFFLINE = "OfflinePartition"
     NON_EXISTENT = "NonExistentPartition"
 
+    # Members are singletons compared by identity: hashed by identity too, in C. Enum's own
+    # __hash__ is Python code, and the state machines hash a state per partition and replica
+    # they check (~0.14 us each, 100,000 partitions after a broker's death or at failover).
+    __hash__ = object.__hash__
+
 
 PARTITION_VALID_PREVIOUS: Final[Mapping[PartitionState, frozenset[PartitionState]]] = {
     PartitionState.NEW: frozenset({PartitionState.NON_EXISTENT}),
@@ -65,6 +70,8 @@ class ReplicaState(enum.Enum):
     DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
     DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
     NON_EXISTENT = "NonExistentReplica"
+
+    __hash__ = object.__hash__  # as PartitionState's
 
 
 _R = ReplicaState

@@ -223,7 +223,7 @@ class LocalCluster:
         log = open(zk_dir / "zookeeper-start.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             self._zk_popen = subprocess.Popen(
-                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", *where],
+                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", "--quick-jit", *where],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -321,7 +321,14 @@ class LocalCluster:
         log = open(Path(member.directory) / "zookeeper-start.log", "ab")  # noqa: SIM115 - the child's
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "zkafka.cli.main", "zookeeper-start", str(member.config_path)],
+                [
+                    sys.executable,
+                    "-m",
+                    "zkafka.cli.main",
+                    "zookeeper-start",
+                    "--quick-jit",
+                    str(member.config_path),
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -218,6 +218,12 @@ class ZooKeeperServer:
 
     `member` and `ensemble` make it one member of an ensemble (its `myid`, everyone's quorum
     ports); `config_file` runs a zoo.cfg as given (its directory holds the log and pid file).
+
+    `quick_jit` (the default) stops the JVM's JIT at C1 (`-XX:TieredStopAtLevel=1`): a test's
+    server lives seconds, and C2's compiler threads would take CPU from everything else on the
+    machine. A long-running server (the `zkafka zookeeper` command, the benchmarks at scale)
+    passes False and runs as ZooKeeper's own scripts run it: C2 compiles the hot paths, and the
+    server applied a broker failure's 33,000 state writes ~X faster (see docs/performance.md).
     """
 
     port: int = 0
@@ -230,6 +236,7 @@ class ZooKeeperServer:
     member: EnsembleMember | None = None
     ensemble: list[EnsembleMember] = field(default_factory=list)
     config_file: Path | None = None
+    quick_jit: bool = True
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _own_dir: bool = field(default=False, init=False)
 
@@ -303,7 +310,7 @@ class ZooKeeperServer:
             java,
             *heap_options(),
             "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
+            *(["-XX:TieredStopAtLevel=1"] if self.quick_jit else []),
             "-Djute.maxbuffer=4194304",
             "-Dzookeeper.jmx.log4j.disable=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
