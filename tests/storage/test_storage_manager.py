@@ -284,3 +284,38 @@ def test_shutdown_is_idempotent_and_final(tmp_path: Path) -> None:
     with pytest.raises(StorageError):
         mgr.get_or_create_log("t", 9)
     assert sorted(os.listdir(tmp_path / "a"))[:2] == [".kafka_cleanshutdown", ".lock"]
+
+
+def test_delete_pending_visits_only_logs_with_deleted_segments(tmp_path: Path) -> None:
+    """Retention's `.deleted` segment files go once their delay has passed, and the one-second
+    pass asks only the logs that have some: of 50 logs, the one retention cut."""
+    d = tmp_path / "a"
+    clock = Clock()
+    mgr = LogManager(
+        [d],
+        LogConfig(segment_bytes=400, retention_ms=DAY, file_delete_delay_ms=1000),
+        broker_id=1,
+        clock=clock,
+    )
+    for p in range(50):
+        mgr.get_or_create_log("t", p)
+    fill(mgr, "t", 0, n=20)
+    fill(mgr, "t", 1, n=20)
+    cut = mgr.get_log("t", 0)
+    assert cut is not None
+    hw = cut.segment_bases()[2]
+    asked: list[object] = []
+    for lg in mgr.all_logs().values():
+        original = lg.delete_expired_files
+        lg.delete_expired_files = lambda now, lg=lg, original=original: asked.append(lg) or original(now)  # type: ignore[method-assign]
+    now = BASE_TS + DAY + 100
+    assert mgr.check_retention(now, lambda tp: hw if tp == TP("t", 0) else 0) == 2
+    deleted = [f for f in os.listdir(d / "t-0") if f.endswith(".deleted")]
+    assert len(deleted) == 2 * 3  # two segments: .log, .index, .timeindex each
+    asked.clear()
+    assert mgr.delete_pending(now + 999) == 0 and asked == [cut]  # not due: kept, asked again later
+    assert mgr.delete_pending(now + 1000) == 2 and asked == [cut, cut]
+    assert not [f for f in os.listdir(d / "t-0") if f.endswith(".deleted")]
+    asked.clear()
+    assert mgr.delete_pending(now + 4_000) == 0 and asked == []  # nothing left to ask about
+    mgr.shutdown()

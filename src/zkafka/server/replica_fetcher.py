@@ -106,6 +106,8 @@ class ReplicaFetcher:
         """Partitions whose fetch position may have changed since the last request."""
         self._removed: set[TopicPartition] = set()
         """Partitions no longer fetched from this leader since the last request (forgotten)."""
+        self._unreconciled: set[TopicPartition] = set()
+        """Partitions whose state `needs_truncation` (an index of them: see `_truncate_if_needed`)."""
         self._wakeup = asyncio.Event()
         self._conn: BrokerConnection | None = None
         self._session = FetchSessionHandler()
@@ -113,6 +115,7 @@ class ReplicaFetcher:
 
     def add(self, tp: TopicPartition) -> None:
         self.partitions[tp] = _FetchState()
+        self._unreconciled.add(tp)
         self._dirty.add(tp)
         self._removed.discard(tp)
         self._wakeup.set()
@@ -120,7 +123,14 @@ class ReplicaFetcher:
     def remove(self, tp: TopicPartition) -> None:
         if self.partitions.pop(tp, None) is not None:
             self._dirty.discard(tp)
+            self._unreconciled.discard(tp)
             self._removed.add(tp)
+
+    def _reconciled(self, tp: TopicPartition, st: _FetchState) -> None:
+        """`tp`'s log agrees with the leader's (or cannot have diverged): fetched from now on."""
+        st.needs_truncation = False
+        self._unreconciled.discard(tp)
+        self._dirty.add(tp)
 
     def log_starts_moved(self) -> None:
         self._dirty.update(self.partitions)
@@ -187,16 +197,21 @@ class ReplicaFetcher:
         the others go on to fetch."""
         now = time.monotonic()
         asked: dict[TopicPartition, _Asked] = {}
-        for tp, st in list(self.partitions.items()):
-            if not st.needs_truncation or st.retry_at > now:
+        # the partitions still to reconcile, not all of them: every fetch round passes here, and a
+        # broker follows tens of thousands of partitions at 100,000 (a third of its idle CPU)
+        for tp in list(self._unreconciled):
+            st = self.partitions.get(tp)
+            if st is None or not st.needs_truncation:
+                self._unreconciled.discard(tp)
+                continue
+            if st.retry_at > now:
                 continue
             p = self._partition(tp)
             if p is None:
                 continue
             epoch = p.log.epochs.latest_epoch
             if epoch is None:  # empty log or no epochs: nothing can have diverged
-                st.needs_truncation = False
-                self._dirty.add(tp)
+                self._reconciled(tp, st)
             else:
                 asked[tp] = _Asked(p, epoch, st)
         for _ in range(MAX_TRUNCATION_ROUNDS):
@@ -206,8 +221,7 @@ class ReplicaFetcher:
         for tp in asked:  # no answer settled it within the rounds: fetch from where we are
             st = self.partitions.get(tp)
             if st is not None:
-                st.needs_truncation = False
-                self._dirty.add(tp)
+                self._reconciled(tp, st)
 
     async def _truncation_round(
         self, conn: BrokerConnection, asked: dict[TopicPartition, _Asked]
@@ -250,8 +264,7 @@ class ReplicaFetcher:
                     continue
                 older = self._truncate(a.partition, r.leader_epoch, r.end_offset)
                 if older is None:
-                    a.state.needs_truncation = False
-                    self._dirty.add(a.partition.tp)
+                    self._reconciled(a.partition.tp, a.state)
                 else:
                     again[a.partition.tp] = a._replace(epoch=older)
         if failed:

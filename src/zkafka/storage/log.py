@@ -194,6 +194,9 @@ class Log:
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.on_delete_scheduled: Callable[[Log], None] | None = None
+        """Told (from whichever thread scheduled it) when a segment's files wait to be deleted:
+        the log manager then asks only such logs, not every log every second."""
         self._closed = False
         self._cleaning = 0  # > 0 while the cleaner reads segments: physical deletes wait
         # made by the first `begin_cleaning`: most logs are never compacted, and a Condition is
@@ -788,17 +791,22 @@ class Log:
                 # load rebuilds a consistent one from the files (Kafka takes the dir offline)
                 self._fail(e)
             self._pending_deletes.append((due, seg))
+        if self.on_delete_scheduled is not None:
+            self.on_delete_scheduled(self)
         self._dir_dirty = True
         if keep_active and not self._segments:
             raise StorageError(f"{self}: deleted the active segment")
         if self.config.file_delete_delay_ms <= 0:
             self.delete_expired_files(due)
 
+    @property
+    def has_pending_deletes(self) -> bool:
+        return bool(self._pending_deletes)
+
     def delete_expired_files(self, now_ms: int) -> int:
         """Physically delete `.deleted` segments whose delay has passed. Returns how many."""
         if not self._pending_deletes:
-            # the common case, checked without the lock: the log manager asks every log every
-            # second, tens of thousands of them; one queued meanwhile is seen at the next round
+            # the common case, checked without the lock; one queued meanwhile is seen next round
             return 0
         with self._lock:
             if self._cleaning and not self._closed:

@@ -156,6 +156,9 @@ class LogManager:
         self._high_watermarks_written: dict[Path, dict[TopicPartition, int]] = {}
         """What each dir's `replication-offset-checkpoint` holds, as this manager last wrote it."""
         self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self._with_pending_deletes: set[Log] = set()
+        """Logs with `.deleted` segment files waiting (`Log.on_delete_scheduled`): the one-second
+        `delete_pending` visits these, not the tens of thousands of logs a broker can hold."""
         self.had_clean_shutdown: dict[Path, bool] = {}
         self._closed = False
         try:
@@ -222,7 +225,7 @@ class LogManager:
                     file_cache=self.file_cache,
                     listing=listing,
                 )
-                self._logs[tp].epochs.defer_writes(self._epoch_writes, self._logs[tp])
+                self._adopt(self._logs[tp])
                 self._dir_of[tp] = log_dir
                 self._count_in_dir[log_dir] += 1
                 self._logs_of_topic[tp.topic] += 1
@@ -237,6 +240,13 @@ class LogManager:
                 clean,
                 self.recovery_threads,
             )
+
+    def _adopt(self, lg: Log) -> None:
+        """Hook a log this manager now holds into its deferred work."""
+        lg.epochs.defer_writes(self._epoch_writes, lg)
+        lg.on_delete_scheduled = self._with_pending_deletes.add  # set.add: atomic, takes no lock
+        if lg.has_pending_deletes:
+            self._with_pending_deletes.add(lg)
 
     def _abort_startup(self) -> None:
         for lg in self._logs.values():
@@ -335,7 +345,7 @@ class LogManager:
                 absent=path not in self._left_behind,
             )
             self._left_behind.discard(path)
-            lg.epochs.defer_writes(self._epoch_writes, lg)
+            self._adopt(lg)
             if lg.has_dir:  # a directory there already, loaded (a new one waits for a write)
                 if sync_dir:
                     fsync_dir(log_dir)
@@ -398,9 +408,16 @@ class LogManager:
                 else:
                     keep.append((due, path))
             self._pending_dir_deletes = keep
-            logs = list(self._logs.values())
+            logs = self._with_pending_deletes.copy()
+            held = self._logs
         for lg in logs:
+            # out of the set first: a delete scheduled from here on puts the log back
+            self._with_pending_deletes.discard(lg)
+            if held.get(lg.topic_partition) is not lg:
+                continue  # deleted since: its directory (and these files) goes as a whole
             done += lg.delete_expired_files(now)
+            if lg.has_pending_deletes:
+                self._with_pending_deletes.add(lg)
         return done
 
     # ---- truncation (replication) -----------------------------------------------------------------
