@@ -13,6 +13,7 @@ from zkafka.controller.election import (
     leader_for_offline,
     leader_for_preferred,
     leader_for_reassign,
+    leaders_for_controlled_shutdown,
     leaders_for_offline,
     offline_leader,
     preferred_leader,
@@ -207,3 +208,31 @@ def test_batched_offline_election_decides_as_one_partition_at_a_time(
         for (tp, lai), assignment, alive in zip(partitions, assignments, live, strict=True)
     ]
     assert leaders_for_offline(partitions, assignments, live, unclean) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cases=st.lists(_offline_cases(), min_size=1, max_size=12),
+    shutting_down=st.frozensets(_broker, max_size=2),
+    shared=st.booleans(),
+)
+def test_batched_controlled_shutdown_decides_as_one_partition_at_a_time(
+    cases: list[tuple[list[int], tuple[int, ...], frozenset[int], bool]],
+    shutting_down: frozenset[int],
+    shared: bool,
+) -> None:
+    """`leaders_for_controlled_shutdown` against `leader_for_controlled_shutdown`, partition by
+    partition (the live sets include the brokers shutting down, as the controller passes them)."""
+    if shared:
+        cases = cases * 3
+    partitions = [
+        (TopicPartition("t", i), LeaderAndIsr(assignment[0], 3 + i, isr, zk_version=i))
+        for i, (assignment, isr, _, _) in enumerate(cases)
+    ]
+    assignments = [a if i % 2 else tuple(a) for i, (a, _, _, _) in enumerate(cases)]
+    live = [c[2] | shutting_down for c in cases]
+    expected = [
+        leader_for_controlled_shutdown(tp, lai, assignment, alive, shutting_down)
+        for (tp, lai), assignment, alive in zip(partitions, assignments, live, strict=True)
+    ]
+    assert leaders_for_controlled_shutdown(partitions, assignments, live, shutting_down) == expected

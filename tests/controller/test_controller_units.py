@@ -135,10 +135,16 @@ def test_online_replicas_of_many_partitions_agrees_with_one_at_a_time() -> None:
         return [ctx.online_replicas(tp) for tp in tps]
 
     assert ctx.online_replicas_of(tps) == one_at_a_time()
+    assert ctx.online_replicas_of(tps, include_shutting_down=True) == [
+        ctx.online_replicas(tp, include_shutting_down=True) for tp in tps
+    ]
     shared = ctx.online_replicas_of(tps)
     assert shared[0] is shared[4]  # same assignment (1, 2, 3): one set
     ctx.replicas_on_offline_dirs[2] = {tps[4]}
     assert ctx.online_replicas_of(tps) == one_at_a_time()
+    assert ctx.online_replicas_of(tps, include_shutting_down=True) == [
+        ctx.online_replicas(tp, include_shutting_down=True) for tp in tps
+    ]
     assert 2 in ctx.online_replicas_of(tps)[0] and 2 not in ctx.online_replicas_of(tps)[4]
 
 

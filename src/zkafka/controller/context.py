@@ -143,13 +143,18 @@ class ControllerContext:
             if self.is_replica_online(r, partition, include_shutting_down=include_shutting_down)
         }
 
-    def online_replicas_of(self, partitions: Iterable[TopicPartition]) -> list[frozenset[int]]:
+    def online_replicas_of(
+        self, partitions: Iterable[TopicPartition], *, include_shutting_down: bool = False
+    ) -> list[frozenset[int]]:
         """`online_replicas` of each partition, in order. Partitions with the same assignment
         share one set while no replica is on a failed log dir: after a broker's death a set per
         partition was a fifth of deciding its 33,000 leaders (100,000 partitions)."""
         if any(self.replicas_on_offline_dirs.values()):
-            return [frozenset(self.online_replicas(tp)) for tp in partitions]
-        live = self.live_broker_ids
+            return [
+                frozenset(self.online_replicas(tp, include_shutting_down=include_shutting_down))
+                for tp in partitions
+            ]
+        live = self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
         shared: dict[tuple[int, ...], frozenset[int]] = {}
         out = []
         for tp in partitions:

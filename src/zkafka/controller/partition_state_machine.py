@@ -35,9 +35,9 @@ from zkafka.controller.election import (
     PreferredElection,
     ReassignElection,
     initial_leader_and_isr,
-    leader_for_controlled_shutdown,
     leader_for_preferred,
     leader_for_reassign,
+    leaders_for_controlled_shutdown,
     leaders_for_offline,
 )
 from zkafka.controller.states import PARTITION_VALID_PREVIOUS, PartitionState, StateChangeFailedError
@@ -341,16 +341,13 @@ class PartitionStateMachine:
                     for tp, lai in partitions
                 ]
             case ControlledShutdownElection():
-                return [
-                    leader_for_controlled_shutdown(
-                        tp,
-                        lai,
-                        ctx.partition_replica_assignment(tp),
-                        ctx.online_replicas(tp, include_shutting_down=True),
-                        ctx.shutting_down_broker_ids,
-                    )
-                    for tp, lai in partitions
-                ]
+                tps = [tp for tp, _ in partitions]
+                return leaders_for_controlled_shutdown(
+                    partitions,
+                    [ctx.partition_replica_assignment(tp) for tp in tps],
+                    ctx.online_replicas_of(tps, include_shutting_down=True),
+                    ctx.shutting_down_broker_ids,
+                )
         raise TypeError(f"unknown election strategy {strategy!r}")
 
     async def _unclean_allowed(
