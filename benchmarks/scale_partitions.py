@@ -642,7 +642,12 @@ def main() -> None:
         help="records written to every partition after creation (0: none; a never-written replica has "
         "no directory, so the start-ups then load nothing)",
     )
-    ap.add_argument("--idle-seconds", type=float, default=10.0, help="idle CPU is measured over this long, after as long again to settle")
+    ap.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="idle CPU is measured over this long, after as long again to settle",
+    )
     ap.add_argument("--work-dir", help="where the brokers' directories go (default: the temp dir)")
     ap.add_argument("--keep-logs", action="store_true", help="print the cluster directory and keep it")
     ap.add_argument(
