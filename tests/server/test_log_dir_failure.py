@@ -29,3 +29,16 @@ def test_one_log_dir_halts_at_its_first_failure(tmp_path: Path) -> None:
     halted: list[int] = []
     LogDirFailures([str(tmp_path)], halt=halted.append).failed(failure(tmp_path / "t-0" / "x.log"))
     assert halted == [1]
+
+
+def test_a_failed_dir_is_reported_offline_once_before_any_halt(tmp_path: Path) -> None:
+    """`on_offline` (the log manager's `mark_dir_offline`) hears of each dir once, as it fails,
+    so no new replica is placed there; the last dir is reported before the halt."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    events: list[object] = []
+    failures = LogDirFailures([str(a), str(b)], halt=events.append, on_offline=events.append)
+    failures.failed(failure(a / "t-0" / "0.log"))
+    failures.failed(failure(a / "t-1" / "0.log"))
+    assert events == [str(a.resolve())]
+    failures.failed(failure(b / "t-2" / "0.log"))
+    assert events == [str(a.resolve()), str(b.resolve()), 1]

@@ -319,3 +319,52 @@ def test_delete_pending_visits_only_logs_with_deleted_segments(tmp_path: Path) -
     asked.clear()
     assert mgr.delete_pending(now + 4_000) == 0 and asked == []  # nothing left to ask about
     mgr.shutdown()
+
+
+def test_delete_logs_of_a_topic_at_once_checkpoints_each_dir_once(tmp_path: Path) -> None:
+    """A topic's deletion stops all its replicas in one StopReplica: `delete_logs` renames every
+    written log's directory, forgets the never-written ones, writes each data dir's checkpoints
+    once (they then list only the logs left), and answers per partition."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    clock = Clock()
+    mgr = LogManager(dirs, small_config(file_delete_delay_ms=1000), broker_id=1, clock=clock)
+    for p in range(4):  # placed by the fewest logs: alternately in a and b
+        fill(mgr, "doomed", p)
+    mgr.get_or_create_log("doomed", 4)  # never written: no directory
+    for p in range(4):
+        fill(mgr, "kept", p)
+    assert {mgr.log_dir_of("doomed", p) for p in range(4)} == set(dirs)
+    writes: list[Path] = []
+    original = mgr._checkpoint_dir
+    mgr._checkpoint_dir = lambda d, **kw: writes.append(d) or original(d, **kw)  # type: ignore[method-assign]
+    out = mgr.delete_logs([TP("doomed", p) for p in range(6)])
+    assert out[TP("doomed", 5)] is None  # no such log
+    assert all(isinstance(out[TP("doomed", p)], Path) for p in range(5))
+    assert sorted(map(str, writes)) == sorted(map(str, dirs))  # once per dir, not per log
+    assert {tp.topic for tp in mgr.all_logs()} == {"kept"}
+    for d in dirs:
+        recorded = OffsetCheckpointFile(d / "recovery-point-offset-checkpoint").read()
+        assert {tp.topic for tp in recorded} <= {"kept"}
+        assert not [n for n in os.listdir(d) if n.startswith("doomed-") and not n.endswith("-delete")]
+    assert mgr.delete_pending(clock.ms + 1000) == 4
+    assert not [n for d in dirs for n in os.listdir(d) if n.startswith("doomed-")]
+    mgr.shutdown()
+
+
+def test_new_logs_avoid_an_offline_dir(tmp_path: Path) -> None:
+    """A dir a write failed in takes no new log (the others do, by the fewest-logs rule); with
+    every dir offline a new log cannot be made, while the existing ones stay readable."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    mgr = LogManager([a, b, c], small_config(), broker_id=1)
+    fill(mgr, "t", 0)  # in a
+    mgr.mark_dir_offline(str(a / ".." / "a"))  # any spelling of the path
+    mgr.mark_dir_offline(tmp_path / "elsewhere")  # not ours: ignored
+    for p in range(1, 5):
+        mgr.get_or_create_log("t", p)
+    assert [mgr.log_dir_of("t", p) for p in range(5)] == [a, b, c, b, c]
+    mgr.mark_dir_offline(b)
+    mgr.mark_dir_offline(c)
+    with pytest.raises(StorageError, match="every log dir"):
+        mgr.get_or_create_log("t", 5)
+    assert mgr.get_log("t", 0) is not None and read_all(mgr.get_log("t", 0))  # type: ignore[arg-type]
+    mgr.shutdown()

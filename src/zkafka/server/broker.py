@@ -123,7 +123,7 @@ class Broker:
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         if metrics is not None:
             replicas.on_topic_gone = metrics.forget
-        replicas.on_log_dir_failure = LogDirFailures(cfg.log_dirs).failed
+        replicas.on_log_dir_failure = LogDirFailures(cfg.log_dirs, on_offline=logs.mark_dir_offline).failed
         metadata = MetadataCache()
         replicas.listed = lambda tp: metadata.partition(tp.topic, tp.partition) is not None
         throttles = ReplicationThrottles(broker_id, cfg)

@@ -295,7 +295,7 @@ class ReplicaManager:
                 continue
             try:
                 lm.get_or_create_log(tp.topic, tp.partition, lm.config_for(tp.topic), sync_dir=False)
-            except (OSError, ValueError):
+            except (OSError, ValueError, StorageError):
                 continue
         lm.sync_created_dirs()
 
@@ -331,7 +331,7 @@ class ReplicaManager:
                 continue
             try:
                 p = self._get_or_create(tp)
-            except OSError as e:
+            except (OSError, StorageError) as e:
                 log.error("cannot open the log of %s: %s", tp, e)
                 errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -386,13 +386,13 @@ class ReplicaManager:
                 self._leadership_changed(tp)
             if delete:
                 self.partitions.pop(tp, None)
-                try:
-                    self.log_manager.delete_log(tp.topic, tp.partition)
-                except OSError as e:
-                    log.error("cannot delete the log of %s: %s", tp, e)
-                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
-                    continue
             errors[tp] = ErrorCode.NONE
+        if delete:
+            # all at once: each data dir is checkpointed once, not once per deleted log
+            for tp, outcome in self.log_manager.delete_logs(tps).items():
+                if isinstance(outcome, OSError):
+                    log.error("cannot delete the log of %s: %s", tp, outcome)
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
         if delete and self.on_topic_gone is not None:
             remaining = {tp.topic for tp in self.partitions}
             for topic in {tp.topic for tp in tps} - remaining:
