@@ -165,6 +165,11 @@ def leader_for_offline(
     return ElectionResult(partition, current.new_leader_and_isr(leader, new_isr), live_replicas, unclean)
 
 
+def _hashable(replicas: Sequence[int]) -> tuple[int, ...]:
+    # states and assignments hold tuples (returned as they are), but the rules accept any sequence
+    return replicas if type(replicas) is tuple else tuple(replicas)
+
+
 def leaders_for_offline(
     partitions: Sequence[tuple[TopicPartition, LeaderAndIsr]],
     assignments: Sequence[Sequence[int]],
@@ -181,13 +186,7 @@ def leaders_for_offline(
     for (tp, current), assignment, live_replicas in zip(partitions, assignments, live, strict=True):
         allowed = unclean_allowed[tp.topic]
         isr = current.isr
-        # the key must hash: states and assignments hold tuples, but a list is accepted elsewhere
-        key = (
-            assignment if type(assignment) is tuple else tuple(assignment),
-            isr if type(isr) is tuple else tuple(isr),
-            live_replicas,
-            allowed,
-        )
+        key = (_hashable(assignment), _hashable(isr), live_replicas, allowed)
         choice = choices.get(key)
         if choice is None:
             leader, unclean = offline_leader(assignment, isr, live_replicas, allowed)
@@ -214,11 +213,7 @@ def leaders_for_controlled_shutdown(
     out = []
     for (tp, current), assignment, live in zip(partitions, assignments, live_or_shutting_down, strict=True):
         isr = current.isr
-        key = (
-            assignment if type(assignment) is tuple else tuple(assignment),
-            isr if type(isr) is tuple else tuple(isr),
-            live,
-        )
+        key = (_hashable(assignment), _hashable(isr), live)
         choice = choices.get(key)
         if choice is None:
             leader = controlled_shutdown_leader(assignment, isr, live, shutting_down)
