@@ -100,5 +100,13 @@ def test_replica_on_failed_log_dir_goes_offline(zk_connect: str) -> None:
                 lambda: any(um.offline_replicas == [x] for _, um in active.broker.metadata_states(T0)),
                 "UpdateMetadata listing the offline replica",
             )
+            # the dir repaired, the next notification's LeaderAndIsr is answered without the error:
+            # the replica counts as online again
+            assert active.controller is not None
+            offline_dirs = active.controller._core.context.replicas_on_offline_dirs
+            assert offline_dirs.get(x) == {T0}
+            cluster[x].broker.storage_errors.discard(T0)
+            await cluster.zk(admin.create_log_dir_event_notification, x)
+            await wait_until(lambda: not offline_dirs.get(x), "the replica back online")
 
     asyncio.run(main())

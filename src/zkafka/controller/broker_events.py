@@ -192,15 +192,18 @@ class BrokerEvents:
             return
         if ctx.broker_epochs.get(broker_id) != broker_epoch:
             return  # an answer from a previous incarnation
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        storage_error, none = ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NONE
         offline = set()
         online = set()
         for error in response.partition_errors:
-            tp = TopicPartition(error.topic_name, error.partition_index)
-            if error.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
-                offline.add(tp)
-            elif error.error_code == ErrorCode.NONE:
-                online.add(tp)
-        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+            code = error.error_code
+            if code == storage_error:
+                offline.add(TopicPartition(error.topic_name, error.partition_index))
+            elif code == none and previous:
+                # only a replica once reported offline can come back: with none, the answers'
+                # successes (33,000 after a broker's death at 100,000) need no object each
+                online.add(TopicPartition(error.topic_name, error.partition_index))
         current = (previous - online) | offline
         ctx.replicas_on_offline_dirs[broker_id] = current
         newly_offline = sorted(current - previous)
