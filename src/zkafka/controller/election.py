@@ -20,9 +20,9 @@ zkVersion the state was read with, which the write then uses as its expected ver
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from zkafka.zk.model import LeaderAndIsr, TopicPartition
 
@@ -170,6 +170,33 @@ def _hashable(replicas: Sequence[int]) -> tuple[int, ...]:
     return replicas if type(replicas) is tuple else tuple(replicas)
 
 
+def _shared_decisions(
+    partitions: Sequence[tuple[TopicPartition, LeaderAndIsr]],
+    assignments: Sequence[Sequence[int]],
+    live: Sequence[Collection[int]],
+    extras: Sequence[object],
+    rule: Callable[[TopicPartition, LeaderAndIsr, Sequence[int], Collection[int], Any], ElectionResult],
+) -> list[ElectionResult]:
+    """`rule(partition, current, assignment, live, extra)` for each partition, in order.
+    Partitions alike in assignment, ISR, live replicas and `extra` share the first one's
+    decision; only their new state (their own epoch and zkVersion) is made: after a broker's
+    death at 100,000 partitions the 33,000 it led fall in a handful of such classes. `live`
+    entries must be hashable (frozensets); equal ones may be one object."""
+    decided: dict[tuple[object, ...], ElectionResult] = {}
+    out = []
+    for (tp, current), assignment, alive, extra in zip(partitions, assignments, live, extras, strict=True):
+        key = (_hashable(assignment), _hashable(current.isr), alive, extra)
+        first = decided.get(key)
+        if first is None:
+            first = decided[key] = rule(tp, current, assignment, alive, extra)
+            out.append(first)
+            continue
+        new = first.leader_and_isr
+        state = None if new is None else current.new_leader_and_isr(new.leader, new.isr)
+        out.append(ElectionResult(tp, state, first.recipients, first.unclean))
+    return out
+
+
 def leaders_for_offline(
     partitions: Sequence[tuple[TopicPartition, LeaderAndIsr]],
     assignments: Sequence[Sequence[int]],
@@ -177,28 +204,9 @@ def leaders_for_offline(
     unclean_allowed: Mapping[str, bool],
 ) -> list[ElectionResult]:
     """`leader_for_offline` for many partitions (each with its assignment and live replicas, in
-    the same order). Partitions alike in assignment, ISR, live replicas and unclean rule share one
-    decision: after a broker's death at 100,000 partitions the 33,000 it led fall in a handful of
-    such classes, and only the new state is made per partition. `live` entries must be hashable
-    (frozensets) for the sharing; equal ones may be one object."""
-    choices: dict[tuple[object, ...], tuple[int | None, tuple[int, ...], tuple[int, ...], bool]] = {}
-    out = []
-    for (tp, current), assignment, live_replicas in zip(partitions, assignments, live, strict=True):
-        allowed = unclean_allowed[tp.topic]
-        isr = current.isr
-        key = (_hashable(assignment), _hashable(isr), live_replicas, allowed)
-        choice = choices.get(key)
-        if choice is None:
-            leader, unclean = offline_leader(assignment, isr, live_replicas, allowed)
-            recipients = tuple(r for r in assignment if r in live_replicas)
-            new_isr = (leader,) if unclean else tuple(r for r in isr if r in live_replicas)
-            choice = choices[key] = (leader, new_isr, recipients, unclean)
-        leader, new_isr, recipients, unclean = choice
-        if leader is None:
-            out.append(ElectionResult(tp, None, recipients))
-        else:
-            out.append(ElectionResult(tp, current.new_leader_and_isr(leader, new_isr), recipients, unclean))
-    return out
+    the same order), alike ones sharing one decision (`_shared_decisions`)."""
+    allowed = [unclean_allowed[tp.topic] for tp, _ in partitions]
+    return _shared_decisions(partitions, assignments, live, allowed, leader_for_offline)
 
 
 def leaders_for_controlled_shutdown(
@@ -207,25 +215,15 @@ def leaders_for_controlled_shutdown(
     live_or_shutting_down: Sequence[Collection[int]],
     shutting_down: Collection[int],
 ) -> list[ElectionResult]:
-    """`leader_for_controlled_shutdown` for many partitions, alike ones sharing one decision as in
-    `leaders_for_offline` (a broker leading 33,000 partitions shuts down at 100,000)."""
-    choices: dict[tuple[object, ...], tuple[int | None, tuple[int, ...], tuple[int, ...]]] = {}
-    out = []
-    for (tp, current), assignment, live in zip(partitions, assignments, live_or_shutting_down, strict=True):
-        isr = current.isr
-        key = (_hashable(assignment), _hashable(isr), live)
-        choice = choices.get(key)
-        if choice is None:
-            leader = controlled_shutdown_leader(assignment, isr, live, shutting_down)
-            recipients = tuple(r for r in assignment if r in live)
-            new_isr = tuple(r for r in isr if r not in shutting_down)
-            choice = choices[key] = (leader, new_isr, recipients)
-        leader, new_isr, recipients = choice
-        if leader is None:
-            out.append(ElectionResult(tp, None, recipients))
-        else:
-            out.append(ElectionResult(tp, current.new_leader_and_isr(leader, new_isr), recipients))
-    return out
+    """`leader_for_controlled_shutdown` for many partitions, alike ones sharing one decision
+    (`_shared_decisions`; a broker leading 33,000 partitions shuts down at 100,000)."""
+
+    def rule(
+        tp: TopicPartition, current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int], _: object
+    ) -> ElectionResult:
+        return leader_for_controlled_shutdown(tp, current, assignment, live, shutting_down)
+
+    return _shared_decisions(partitions, assignments, live_or_shutting_down, [None] * len(partitions), rule)
 
 
 def leader_for_reassign(
