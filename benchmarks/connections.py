@@ -40,7 +40,7 @@ from pathlib import Path
 from _cluster import cpu_seconds, open_fds, raise_nofile_limit, rss_mib
 from rich.console import Console
 from rich.table import Table
-from scale_partitions import profiled
+from scale_partitions import add_profile_arguments, profiled
 
 from zkafka.client.connection import BrokerConnection, ConnectionError_
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -333,8 +333,7 @@ def main() -> None:
     ap.add_argument(
         "--commit-interval-s", type=float, default=5.0, help="consumers' commits (auto.commit.interval.ms)"
     )
-    ap.add_argument("--py-spy", help="path of py-spy: profile the broker during each size")
-    ap.add_argument("--profile-dir", default="build/connections-profiles", help="where --py-spy writes")
+    add_profile_arguments(ap, "the broker during each size", "build/connections-profiles")
     args = ap.parse_args()
     console = Console(width=160)
     before, now = raise_nofile_limit()

@@ -39,7 +39,7 @@ from pathlib import Path
 from _cluster import cpu_seconds
 from rich.console import Console
 from rich.table import Table
-from scale_partitions import profiled
+from scale_partitions import add_profile_arguments, profiled
 
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
@@ -227,8 +227,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--capacity-seconds", type=float, default=5.0)
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(), help="of latency,capacity")
-    ap.add_argument("--py-spy", help="path of py-spy: profile the brokers during each run")
-    ap.add_argument("--profile-dir", default="build/latency-profiles", help="where --py-spy writes")
+    add_profile_arguments(ap, "the brokers during each run", "build/latency-profiles")
     args = ap.parse_args()
     console = Console(width=150)
     console.print(f"cpus {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}")

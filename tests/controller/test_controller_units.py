@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-
-import pytest
 
 from zkafka.controller.context import ReplicaAssignment
-from zkafka.controller.controller import _collector_paused
 from zkafka.controller.events import ControlledShutdown, EventQueue, Startup, TopicChange
 from zkafka.controller.leader_balance import imbalanced_partitions
 from zkafka.protocol import ErrorCode
@@ -69,23 +65,6 @@ def test_event_queue_is_fifo_and_clear_answers_waiters() -> None:
         assert await asyncio.wait_for(getter, 1) is change
 
     asyncio.run(main())
-
-
-def test_the_failover_pauses_the_garbage_collector_and_always_restores_it() -> None:
-    assert gc.isenabled()
-    with _collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError), _collector_paused():
-        raise RuntimeError("failover failed")
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with _collector_paused():
-            pass
-        assert not gc.isenabled()  # it was off before: left off
-    finally:
-        gc.enable()
 
 
 def test_replicas_and_partitions_on_brokers_walk_the_assignments_in_topic_and_partition_order() -> None:

@@ -28,11 +28,9 @@ is therefore adopted (its epoch is ours: nobody can bump it while /controller ex
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from zkafka.client.security import ClientSecurity
@@ -73,6 +71,7 @@ from zkafka.controller.replica_state_machine import ReplicaStateMachine
 from zkafka.controller.topic_deletion import TopicDeletionManager
 from zkafka.controller.topic_events import TopicEvents
 from zkafka.protocol import ErrorCode
+from zkafka.runtime import collector
 from zkafka.zk.client import KafkaZkClient
 from zkafka.zk.errors import ControllerMovedError
 from zkafka.zk.model import LeaderAndIsr, TopicPartition
@@ -346,14 +345,16 @@ class Controller:
                 # A broker's death re-elects and rewrites thousands of partitions: objects the
                 # context keeps, which young collections would only walk and promote (~15 % of
                 # the controller's CPU from the death to its last election at 30,000).
-                with _collector_paused():
+                with collector.paused():
                     await self._brokers.process_broker_change()
             case BrokerModification(broker_id=broker_id):
                 await self._brokers.process_broker_modification(broker_id)
             case TopicChange():
-                await self._topics.process_topic_change()
+                with collector.paused():  # new partitions: states and requests kept, as above
+                    await self._topics.process_topic_change()
             case PartitionModifications(topic=topic):
-                await self._topics.process_partition_modifications(topic)
+                with collector.paused():
+                    await self._topics.process_partition_modifications(topic)
             case TopicDeletion():
                 await self._deletion.process_deletion_requests()
             case IsrChangeNotification():
@@ -517,7 +518,10 @@ class Controller:
                 log.info("broker %d did not delete /controller on shutdown: %s", self.broker_id, e)
 
     async def _on_controller_failover(self) -> None:
-        with _collector_paused():
+        # A new controller makes a few objects per partition and keeps most (the context): the
+        # collector's passes over them were 15-25 % of a failover's CPU at 30,000 partitions
+        # (`benchmarks/controller_failover_load.py`).
+        with collector.paused():
             await self._fail_over()
 
     async def _fail_over(self) -> None:
@@ -623,21 +627,3 @@ class Controller:
         self._rebalance_timer = asyncio.get_running_loop().call_later(
             delay_s, self._queue.put, AutoPreferredReplicaLeaderElection()
         )
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a new controller loads and decides (and while it
-    handles brokers coming and going, whose elections and ISR removals do the same): it makes a few
-    objects per partition and keeps most of them (the context), so every young collection walks
-    survivors and promotes them and full ones walk the broker's whole heap, for nothing; that was
-    15-25 % of the failover's CPU at 30,000 partitions (`benchmarks/controller_failover_load.py`).
-    Reference counting still frees everything else; the collector resumes (if it was on) when
-    the failover ends, however it ends."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -20,8 +20,10 @@ prefix in the first part already counts every part.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from zkafka.protocol import codegen, headers
@@ -116,9 +118,11 @@ def precompile(api_keys: Iterable[int] | None = None) -> int:
     return count
 
 
-def supported_versions() -> dict[int, tuple[int, int]]:
-    """Every (api key -> (min, max)) this codec can encode and decode."""
-    return {key: (spec.versions.low, spec.versions.high) for key, spec in SPECS.items()}
+@functools.cache
+def supported_versions() -> Mapping[int, tuple[int, int]]:
+    """Every (api key -> (min, max)) this codec can encode and decode. Made once: a client picks a
+    version per request from it (a replica fetcher on every fetch)."""
+    return MappingProxyType({key: (spec.versions.low, spec.versions.high) for key, spec in SPECS.items()})
 
 
 # -- data schemas (not APIs: keyed by name) --------------------------------------------------------

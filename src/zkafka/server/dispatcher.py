@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from time import perf_counter
-from typing import Any
+from typing import Any, Final
 
 from zkafka.protocol import (
     ApiKey,
@@ -44,6 +44,7 @@ from zkafka.protocol import (
     encode_response_parts,
 )
 from zkafka.protocol.api_versions import unsupported_api_versions_frame
+from zkafka.runtime import collector
 from zkafka.server.broker_metrics import RequestTiming, request_name
 from zkafka.server.client_quotas import REQUEST_QUOTA_EXEMPT, ClientQuotas
 from zkafka.server.network import NO_RESPONSE, ConnectionFatalError, Deferred, KafkaConnection, _NoResponse
@@ -151,6 +152,16 @@ class Dispatcher:
         self.request_metrics = services.metrics.requests if services.metrics is not None else None
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
+        if len(frame) > 1 and frame[1] in _BULK_REQUESTS and frame[0] == 0:
+            # A controller's LeaderAndIsr or UpdateMetadata names up to every partition of the
+            # cluster: decoded and applied, it is hundreds of thousands of objects, most of them
+            # kept (the metadata cache, new partitions and logs). Young collections meanwhile
+            # would walk and promote them for nothing, and full ones walk the whole heap.
+            with collector.paused():
+                return self._serve(frame, conn)
+        return self._serve(frame, conn)
+
+    def _serve(self, frame: bytes, conn: KafkaConnection) -> Any:
         metrics = self.request_metrics
         if metrics is not None:
             start = perf_counter()
@@ -212,6 +223,11 @@ class Dispatcher:
         timing = conn.timing = RequestTiming(metrics, name, header.api_version, start, now)
         timing.response(result, now)
         return encoded
+
+
+_BULK_REQUESTS: Final = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA})
+"""The api keys whose requests are decoded and handled with the collector paused (a frame starts
+with its api key, big-endian int16: these have a high byte of 0)."""
 
 
 def _exempt(api_key: int, request: Any) -> bool:

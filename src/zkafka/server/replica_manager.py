@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from zkafka.protocol import ErrorCode, KafkaError
 from zkafka.records.batch import CONTROL_MASK, BatchHeader
+from zkafka.runtime import collector
 from zkafka.server.delayed import DelayedOperations, Waiter
 from zkafka.server.partition import LeaderState, Partition
 from zkafka.storage.errors import LogDirIOError, RecordBatchTooLargeError, RecordTooLargeError, StorageError
@@ -290,13 +291,14 @@ class ReplicaManager:
         manager, which is locked; a log that cannot be created is left for
         `become_leader_or_follower` to report."""
         lm = self.log_manager
-        for tp in partitions:
-            if lm.get_log(tp.topic, tp.partition) is not None:
-                continue
-            try:
-                lm.get_or_create_log(tp.topic, tp.partition, lm.config_for(tp.topic), sync_dir=False)
-            except (OSError, ValueError, StorageError):
-                continue
+        with collector.paused():  # ~30 % of a new log's CPU was the collector walking the others
+            for tp in partitions:
+                if lm.get_log(tp.topic, tp.partition) is not None:
+                    continue
+                try:
+                    lm.get_or_create_log(tp.topic, tp.partition, lm.config_for(tp.topic), sync_dir=False)
+                except (OSError, ValueError, StorageError):
+                    continue
         lm.sync_created_dirs()
 
     # -- controller requests --------------------------------------------------------------------

@@ -117,7 +117,7 @@ class FetchSlice:
     """
 
     fetch_offset: int
-    path: Path | None
+    path: str | None
     lease: FileLease | None
     position: int
     size: int
@@ -569,7 +569,7 @@ class Log:
                     lease = seg.try_lease() if size else None
                     data = None if lease is not None or not size else seg.read_bytes(position, size)
                     return FetchSlice(
-                        offset, seg.log_path, lease, position, size, seg.base_offset, first.base_offset, data
+                        offset, seg.log_file, lease, position, size, seg.base_offset, first.base_offset, data
                     )
                 i += 1
             return _empty_slice(offset)

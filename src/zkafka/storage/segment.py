@@ -125,6 +125,11 @@ class LogSegment:
     def log_path(self) -> Path:
         return Path(self._log_file)
 
+    @property
+    def log_file(self) -> str:
+        """`log_path` as the str it is kept as (a read's slice names it: no Path per fetch)."""
+        return self._log_file
+
     # ---- descriptors and indexes ----------------------------------------------------------------
 
     @contextmanager

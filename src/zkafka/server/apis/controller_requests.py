@@ -23,6 +23,7 @@ from zkafka.protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from zkafka.runtime import collector
 from zkafka.server.dispatcher import RequestContext
 from zkafka.server.metadata_cache import BrokerEndpoint, LiveBroker, PartitionInfo
 from zkafka.server.partition import LeaderState
@@ -159,7 +160,8 @@ def _apply_leader_and_isr(
     changes: list[PartitionStateChange],
     refused: dict[TopicPartition, ErrorCode],
 ) -> LeaderAndIsrResponse:
-    errors = ctx.services.replicas.become_leader_or_follower(request.controller_epoch, changes)
+    with collector.paused():  # new partitions, kept: the dispatcher's reason (it paused the first part)
+        errors = ctx.services.replicas.become_leader_or_follower(request.controller_epoch, changes)
     ctx.services.groups.on_leadership_changed(errors)
     if ctx.services.transactions is not None:
         ctx.services.transactions.on_leadership_changed(errors)
