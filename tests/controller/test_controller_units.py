@@ -150,3 +150,49 @@ def test_partitions_with_offline_leader_with_and_without_failed_log_dirs() -> No
         TopicPartition("t", 3),
         TopicPartition("t", 4),
     ]
+
+
+def test_the_controllers_own_broker_is_sent_its_requests_first() -> None:
+    """Clients send CreateTopics to the controller, which answers once its own broker's metadata
+    has the new leaders: that broker's LeaderAndIsr and UpdateMetadata are queued first, the
+    others in broker order."""
+    from types import SimpleNamespace
+
+    from zkafka.controller.context import ControllerContext
+    from zkafka.controller.request_batch import ControllerBrokerRequestBatch
+    from zkafka.zk.model import (
+        BrokerInfo,
+        EndPoint,
+        LeaderAndIsr,
+        LeaderIsrAndControllerEpoch,
+        SecurityProtocol,
+    )
+
+    sent: list[tuple[int, str]] = []
+    channels = SimpleNamespace(
+        listener_name="PLAINTEXT",
+        send=lambda broker_id, request, version, callback: sent.append((broker_id, type(request).__name__)),
+    )
+    ctx = ControllerContext(epoch=1, epoch_zk_version=0)
+    ctx.set_live_brokers(
+        {
+            b: (BrokerInfo(b, (EndPoint("PLAINTEXT", "127.0.0.1", 9000 + b, SecurityProtocol.PLAINTEXT),)), b)
+            for b in (1, 2, 3)
+        }
+    )
+    batch = ControllerBrokerRequestBatch(2, ctx, channels)  # type: ignore[arg-type]
+    tp = TopicPartition("t", 0)
+    assignment = ReplicaAssignment((1, 2, 3))
+    ctx.update_partition_full_replica_assignment(tp, assignment)
+    state = LeaderIsrAndControllerEpoch(LeaderAndIsr.initial(1, [1, 2, 3]), 1)
+    ctx.leadership[tp] = state
+    batch.add_leader_and_isr([1, 2, 3], tp, state, assignment, is_new=True)
+    assert batch.flush()
+    assert sent == [
+        (2, "LeaderAndIsrRequest"),
+        (1, "LeaderAndIsrRequest"),
+        (3, "LeaderAndIsrRequest"),
+        (2, "EncodedUpdateMetadataRequest"),
+        (1, "EncodedUpdateMetadataRequest"),
+        (3, "EncodedUpdateMetadataRequest"),
+    ]

@@ -84,12 +84,16 @@ class PartitionStateMachine:
         partitions: Iterable[TopicPartition],
         target: PartitionState,
         strategy: ElectionStrategy | None = None,
+        *,
+        send: bool = True,
     ) -> ElectionOutcome:
+        """`send=False` leaves the requests the changes queued in the batch, for the caller's next
+        flush (a stage that follows and queues nothing of its own need not hold them back)."""
         partitions = list(dict.fromkeys(partitions))
         if not partitions:
             return {}
         results = await self._do_handle_state_changes(partitions, target, strategy)
-        if self.core.batch.flush():
+        if send and self.core.batch.flush():
             # The channels encode and write what was just queued before this event goes on: after
             # a broker's death it takes the broker out of tens of thousands of ISRs next, and the
             # new leaders' LeaderAndIsr waited for that (0.8 s at 33,000 leaders).

@@ -204,6 +204,15 @@ class ControllerBrokerRequestBatch:
             self.clear()
         return True
 
+    def _own_broker_first(self, item: int | tuple[int, object]) -> tuple[bool, int]:
+        """Sort key of a broker id (or a (broker id, ...) item): the controller's own broker first,
+        then by id. Clients send the admin requests that wait for their outcome to the controller
+        (CreateTopics waits for its partitions' leaders in that broker's metadata): in a topic's
+        creation that broker's LeaderAndIsr, then its UpdateMetadata, were encoded and sent last,
+        ~0.25 s after the first broker's at 10,000 partitions, on the answer's critical path."""
+        broker_id = item if isinstance(item, int) else item[0]
+        return broker_id != self.controller_id, broker_id
+
     def _send(
         self, broker_id: int, request: Message, version: int, callback: Callable[[Message], None] | None
     ) -> None:
@@ -222,7 +231,7 @@ class ControllerBrokerRequestBatch:
     def _send_leader_and_isr(self) -> None:
         ctx = self.context
         targets = ctx.live_or_shutting_down_broker_ids
-        for broker_id, decisions in sorted(self._leader_and_isr.items()):
+        for broker_id, decisions in sorted(self._leader_and_isr.items(), key=self._own_broker_first):
             if broker_id not in targets:
                 continue
             by_topic: dict[str, list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]] = {}
@@ -297,7 +306,9 @@ class ControllerBrokerRequestBatch:
 
     def _send_update_metadata(self) -> None:
         ctx = self.context
-        targets = sorted(self._update_metadata_brokers & ctx.live_or_shutting_down_broker_ids)
+        targets = sorted(
+            self._update_metadata_brokers & ctx.live_or_shutting_down_broker_ids, key=self._own_broker_first
+        )
         if not targets:
             return
         by_topic: dict[str, list[UpdateMetadataRequest.UpdateMetadataPartitionState]] = {}

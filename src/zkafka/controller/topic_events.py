@@ -165,9 +165,15 @@ class TopicEvents:
     async def on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
         ctx = self.core.context
         await self.psm.handle_state_changes(partitions, PartitionState.NEW)
-        await self.rsm.handle_state_changes(ctx.replicas_for_partitions(partitions), ReplicaState.NEW)
-        await self.psm.handle_state_changes(partitions, PartitionState.ONLINE, OfflineElection())
-        await self.rsm.handle_state_changes(ctx.replicas_for_partitions(partitions), ReplicaState.ONLINE)
+        replicas = ctx.replicas_for_partitions(partitions)  # the same for both replica stages
+        await self.rsm.handle_state_changes(replicas, ReplicaState.NEW)
+        # Kafka's order, but the partitions' LeaderAndIsr and UpdateMetadata go out after the
+        # replicas' NEW -> ONLINE, which sends nothing of its own and takes the loop for ~0.15 s
+        # at 10,000 partitions: the broker this controller runs in (the one clients' CreateTopics
+        # waits on) read its LeaderAndIsr only after it, the last of the brokers by ~0.3 s.
+        await self.psm.handle_state_changes(partitions, PartitionState.ONLINE, OfflineElection(), send=False)
+        await self.rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
+        self.core.batch.flush()
 
     async def process_isr_change_notification(self) -> None:
         core, ctx = self.core, self.core.context
