@@ -99,18 +99,13 @@ class ReplicaStateMachine:
         self.core.batch.flush()
 
     def _change_state(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
-        ctx = self.core.context
-        previous = ctx.replica_state(replica)
-        # the check first: the enums' `.value` arguments cost more than the disabled call, and
-        # this runs per replica and partition of every new topic
-        if previous is not target and state_change_log.isEnabledFor(logging.DEBUG):
-            state_change_log.debug("replica %s: %s -> %s", replica, previous.value, target.value)
-        ctx.replica_states[replica] = target
+        self._change_states([replica], [self.core.context.replica_state(replica)], target)
 
     def _change_states(
         self, replicas: list[PartitionAndReplica], previous: list[ReplicaState], target: ReplicaState
     ) -> None:
-        """`_change_state` of many replicas whose states were just read (`previous`, in order)."""
+        """Set the states of `replicas`, whose states were just read (`previous`, in order). The
+        DEBUG check first: the enums' `.value` arguments cost more than the disabled call."""
         if state_change_log.isEnabledFor(logging.DEBUG):
             for replica, was in zip(replicas, previous, strict=True):
                 if was is not target:

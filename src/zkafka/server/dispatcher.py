@@ -153,10 +153,11 @@ class Dispatcher:
 
     def __call__(self, frame: bytes, conn: KafkaConnection) -> Any:
         if len(frame) > 1 and frame[1] in _BULK_REQUESTS and frame[0] == 0:
-            # A controller's LeaderAndIsr or UpdateMetadata names up to every partition of the
-            # cluster: decoded and applied, it is hundreds of thousands of objects, most of them
-            # kept (the metadata cache, new partitions and logs). Young collections meanwhile
-            # would walk and promote them for nothing, and full ones walk the whole heap.
+            # A controller's LeaderAndIsr, StopReplica or UpdateMetadata names up to every
+            # partition of the cluster: decoded and applied, it is hundreds of thousands of
+            # objects, most of them kept (the metadata cache, new partitions and logs). Young
+            # collections meanwhile would walk and promote them for nothing, and full ones walk
+            # the whole heap.
             with collector.paused():
                 return self._serve(frame, conn)
         return self._serve(frame, conn)
