@@ -155,3 +155,54 @@ def test_throttle_through_the_brokers(cluster: LocalCluster, tmp_path: Path) -> 
     finally:
         zk.stop()
         zk.close()
+
+
+def test_a_reassignment_reads_its_throttles_even_before_their_change_notifications(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """`--execute --throttle` writes the throttles, then the reassignment; a busy broker may hear of
+    the reassignment (LeaderAndIsr) before the throttles' change notifications. Here the throttles
+    are written with no notification at all: the brokers must still read them before the new
+    replica's first fetch."""
+    topic = f"unannounced-{uuid.uuid4().hex[:8]}"
+    created = cli("topics", "--bootstrap-server", cluster.bootstrap_servers, "--create", "--topic", topic,
+                  "--replica-assignment", "1")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})
+    for _ in range(DATA // 10_000):
+        producer.produce(topic, b"r" * 10_000)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    rates = {"leader.replication.throttled.rate": str(RATE), "follower.replication.throttled.rate": str(RATE)}
+    zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10)
+    zk.start(timeout=15)
+    try:
+        for broker in (1, 2):
+            path = f"/config/brokers/{broker}"
+            data = json.dumps({"version": 1, "config": {**config(zk, path), **rates}}).encode()
+            zk.ensure_path(path)
+            zk.set(path, data)
+        topic_config = {
+            **config(zk, f"/config/topics/{topic}"),
+            "leader.replication.throttled.replicas": "0:1",
+            "follower.replication.throttled.replicas": "0:2",
+        }
+        zk.set(f"/config/topics/{topic}", json.dumps({"version": 1, "config": topic_config}).encode())
+        started = time.monotonic()
+        zk.create("/admin/reassign_partitions", json.dumps(plan).encode())
+        wait_for(lambda: not zk.exists("/admin/reassign_partitions"), 120, "the reassignment to complete")
+        elapsed = time.monotonic() - started
+        print(f"{DATA} bytes moved under unannounced {RATE} B/s throttles in {elapsed:.1f} s")
+        assert DATA / elapsed < 2 * RATE
+    finally:
+        # --verify clears the throttles the usual way, with change notifications
+        verified = cli("reassign-partitions", "--zookeeper", cluster.zookeeper_connect,
+                       "--reassignment-json-file", str(plan_file), "--verify")  # fmt: skip
+        zk.stop()
+        zk.close()
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "Clearing broker-level throttles on brokers 1,2" in verified.stdout

@@ -207,6 +207,7 @@ class Broker:
             dynamic=dynamic,
             quotas=quotas,
             leader_throttle=throttles.leader,
+            on_topic_overrides=throttles.update_topic,
             metrics=metrics,
             fetch_sessions=FetchSessionCache(cfg.max_incremental_fetch_session_cache_slots),
         )

@@ -11,7 +11,7 @@ start-up, shutdown or the listeners.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -149,6 +149,9 @@ class BrokerServices:
     leader_throttle: ReplicationQuota | None = None
     """The leader side of the replication throttles (`zkafka.server.replication_throttles`), which
     replica fetches of throttled partitions are held to."""
+    on_topic_overrides: Callable[[str, Mapping[str, str]], None] | None = None
+    """Where a topic's config overrides go when a handler has read them from ZooKeeper (the
+    replication throttles' partitions, `ReplicationThrottles.update_topic`)."""
     metrics: BrokerMetrics | None = None
     """The counters handlers bump (per request, per partition batch); None when `metrics.listener`
     is unset, and then nothing is counted (`zkafka.server.broker_metrics`)."""

@@ -100,9 +100,10 @@ def handle_leader_and_isr(
         changes = [c for c in changes if c.tp not in refused]
     logs = ctx.services.logs
     new_topics = {c.tp.topic for c in changes if logs.get_log(c.tp.topic, c.tp.partition) is None}
-    if not new_topics:
+    reassigning = {c.tp.topic for c in changes if c.state.adding_replicas}
+    if not new_topics and not reassigning:
         return _apply_leader_and_isr(ctx, request, changes, refused)
-    return _apply_with_topic_configs(ctx, request, changes, new_topics, refused)
+    return _apply_with_topic_configs(ctx, request, changes, new_topics, reassigning, refused)
 
 
 # per topic, not per partition: a request names each topic for up to thousands of partitions
@@ -121,19 +122,51 @@ async def _apply_with_topic_configs(
     ctx: RequestContext,
     request: LeaderAndIsrRequest,
     changes: list[PartitionStateChange],
-    topics: set[str],
+    new_topics: set[str],
+    reassigning: set[str],
     refused: dict[TopicPartition, ErrorCode],
 ) -> LeaderAndIsrResponse:
     """Logs about to be created get their topic's config overrides from /config/topics/<t> first, as
     Kafka reads them when it creates a log: the overrides given at topic creation (min.insync.replicas,
-    retention...) reach no broker any other way (config change notifications are for alterations)."""
+    retention...) reach no broker any other way (config change notifications are for alterations).
+
+    Topics being reassigned get their replication throttles read again first, and the broker's
+    throttle rates too: `kafka-reassign-partitions --execute --throttle` writes them just before
+    the reassignment, and their change notifications can reach this broker after the controller's
+    LeaderAndIsr does. Read afterwards, the new replica's first fetches would run unthrottled."""
+    topics = new_topics | reassigning
     try:
         overrides = await ctx.services.zk.run(
             KafkaZkClient.get_entity_configs, ConfigType.TOPIC, sorted(topics)
         )
     except Exception as e:  # ZooKeeper unreachable: the controller's decision still applies
         log.warning("cannot read the configs of topics %s (using the defaults): %s", sorted(topics), e)
-        overrides = {}
+        overrides = None
+    else:
+        if ctx.services.on_topic_overrides is not None:
+            for topic in topics:
+                ctx.services.on_topic_overrides(topic, overrides.get(topic, {}))
+        if reassigning and ctx.services.dynamic is not None:
+            await ctx.services.dynamic.reload()
+    _configure_new_topics(ctx, new_topics, overrides or {})
+    # The new logs' files are made off the loop (thousands of them take seconds of syscalls).
+    mine = [
+        c.tp
+        for c in changes
+        if c.tp.topic in new_topics and ctx.services.identity.broker_id in c.state.replicas
+    ]
+    if mine:
+        await asyncio.get_running_loop().run_in_executor(None, ctx.services.replicas.create_logs, mine)
+    # the awaits let other requests run: a newer controller may have spoken meanwhile
+    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
+    if error != ErrorCode.NONE:
+        return LeaderAndIsrResponse(error_code=error)
+    return _apply_leader_and_isr(ctx, request, changes, refused)
+
+
+def _configure_new_topics(
+    ctx: RequestContext, topics: set[str], overrides: dict[str, dict[str, str]]
+) -> None:
     lm = ctx.services.logs
     for topic in topics:
         try:
@@ -142,16 +175,6 @@ async def _apply_with_topic_configs(
             log.error("ignoring the invalid config of topic %s: %s", topic, e)
             config = None
         lm.update_topic_config(topic, config)
-    # The new logs' files are made off the loop (thousands of them take seconds of syscalls).
-    mine = [
-        c.tp for c in changes if c.tp.topic in topics and ctx.services.identity.broker_id in c.state.replicas
-    ]
-    await asyncio.get_running_loop().run_in_executor(None, ctx.services.replicas.create_logs, mine)
-    # the awaits let other requests run: a newer controller may have spoken meanwhile
-    error = _fence(ctx, request.controller_epoch, request.broker_epoch)
-    if error != ErrorCode.NONE:
-        return LeaderAndIsrResponse(error_code=error)
-    return _apply_leader_and_isr(ctx, request, changes, refused)
 
 
 def _apply_leader_and_isr(
