@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -70,3 +71,48 @@ def test_overlapping_pauses_in_two_threads() -> None:
     t.join(10)
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_a_pause_that_keeps_many_objects_freezes_them_and_thaw_gives_them_back() -> None:
+    collector.thaw()
+    gc.collect()
+    kept: list[list[int]] = []
+    with collector.paused():
+        kept.extend([i] for i in range(collector.FREEZE_AT + 1000))  # lists are always tracked
+    try:
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= collector.FREEZE_AT
+    finally:
+        frozen = collector.thaw()
+    assert frozen >= collector.FREEZE_AT and gc.get_freeze_count() == 0
+
+
+def test_a_pause_that_keeps_few_objects_freezes_nothing() -> None:
+    collector.thaw()
+    gc.collect()
+    with collector.paused():
+        kept = [[i] for i in range(100)]
+    assert gc.get_freeze_count() == 0 and len(kept) == 100
+    assert collector.thaw() == 0
+
+
+def test_a_cycle_that_died_frozen_is_freed_after_the_thaw() -> None:
+    """The price of freezing, and why the broker thaws: a cycle made unreachable while frozen
+    waits for the thaw and a full collection."""
+    collector.thaw()
+    gc.collect()
+
+    class Node:
+        pass
+
+    with collector.paused():
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        filler = [[i] for i in range(collector.FREEZE_AT + 1000)]
+    probe = weakref.ref(a)
+    del a, b, filler
+    gc.collect()
+    assert probe() is not None  # frozen: not collected
+    collector.thaw()
+    gc.collect()
+    assert probe() is None

@@ -29,6 +29,7 @@ from zkafka.metrics import Registry
 from zkafka.protocol import precompile
 from zkafka.protocol.api_versions import BROKER_API_VERSIONS
 from zkafka.quotas.cache import QuotaConfigCache
+from zkafka.runtime import collector
 from zkafka.security.acl_cache import AclCache
 from zkafka.security.scram import ScramCredentialCache
 from zkafka.server.apis import HANDLERS
@@ -240,6 +241,9 @@ class Broker:
         )
         self.scheduler.run("isr", isr.run())
         self.scheduler.every(EXPIRY_INTERVAL_S, "quota-expiry", quotas.expire_idle, blocking=False)
+        # what big pauses froze (the logs of created topics...) goes back to the collector now and
+        # then, so the cycles that died frozen are freed
+        self.scheduler.every(collector.THAW_INTERVAL_S, "collector-thaw", collector.thaw, blocking=False)
         self.listeners.schedule_sweep(self.scheduler)
 
     async def _start_metrics(self, registry: Registry) -> None:
