@@ -13,6 +13,7 @@ from storage_helpers import BASE_TS, all_records, append, batch, keyed_batch, re
 from zkafka.storage.checkpoint import OffsetCheckpointFile
 from zkafka.storage.config import LogConfig
 from zkafka.storage.errors import InconsistentMetadataError, LogDirLockedError, StorageError
+from zkafka.storage.log import Log
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition as TP
 
@@ -286,7 +287,9 @@ def test_shutdown_is_idempotent_and_final(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "a"))[:2] == [".kafka_cleanshutdown", ".lock"]
 
 
-def test_delete_pending_visits_only_logs_with_deleted_segments(tmp_path: Path) -> None:
+def test_delete_pending_visits_only_logs_with_deleted_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Retention's `.deleted` segment files go once their delay has passed, and the one-second
     pass asks only the logs that have some: of 50 logs, the one retention cut."""
     d = tmp_path / "a"
@@ -305,9 +308,13 @@ def test_delete_pending_visits_only_logs_with_deleted_segments(tmp_path: Path) -
     assert cut is not None
     hw = cut.segment_bases()[2]
     asked: list[object] = []
-    for lg in mgr.all_logs().values():
-        original = lg.delete_expired_files
-        lg.delete_expired_files = lambda now, lg=lg, original=original: asked.append(lg) or original(now)  # type: ignore[method-assign]
+    original = Log.delete_expired_files
+
+    def asking(lg: Log, now: int) -> int:
+        asked.append(lg)
+        return original(lg, now)
+
+    monkeypatch.setattr(Log, "delete_expired_files", asking)  # a Log has slots: patched on its class
     now = BASE_TS + DAY + 100
     assert mgr.check_retention(now, lambda tp: hw if tp == TP("t", 0) else 0) == 2
     deleted = [f for f in os.listdir(d / "t-0") if f.endswith(".deleted")]

@@ -177,6 +177,8 @@ def _parse_epoch_entry(fields: list[str]) -> tuple[int, int]:
 class LeaderEpochCheckpointFile:
     """`<epoch> <startOffset>` per line, ascending."""
 
+    __slots__ = ("_path",)
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)  # a str: one of these per replica, and a Path is ~0.5 KiB
 

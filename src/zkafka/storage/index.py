@@ -94,6 +94,20 @@ class SparseIndex:
     `_pending` the encoded rest.
     """
 
+    __slots__ = (
+        "_absent",
+        "_full_at",
+        "_keys",
+        "_on_disk",
+        "_path",
+        "_pending",
+        "_rebuilding",
+        "_unsynced",
+        "_values",
+        "base_offset",
+        "max_entries",
+    )
+
     entry_struct: struct.Struct
     key_type: str
     value_type: str
@@ -333,6 +347,8 @@ class SparseIndex:
 
 class OffsetIndex(SparseIndex):
     """`.index`: (relative offset int32, position int32)."""
+
+    __slots__ = ()
 
     entry_struct = struct.Struct(">ii")
     key_type = "i"

@@ -34,6 +34,16 @@ UNDEFINED_EPOCH_OFFSET = -1
 class LeaderEpochCache:
     """Sorted (epoch, start_offset) entries; `path=None` keeps it in memory only (tests, tools)."""
 
+    __slots__ = (
+        "_dirty",
+        "_epochs",
+        "_file",
+        "_owner",
+        "_queue",
+        "_starts",
+        "_unsynced",
+    )
+
     def __init__(
         self, path: str | os.PathLike[str] | None, entries: list[tuple[int, int]] | None = None
     ) -> None:

@@ -163,6 +163,40 @@ class Log:
     by the log's first file: `has_dir`).
     """
 
+    __slots__ = (
+        "_bases",
+        "_cleaning",
+        "_cleaning_done",
+        "_clock",
+        "_closed",
+        "_dir_dirty",
+        "_file_cache",
+        "_leo",
+        "_lock",
+        "_log_append_time",
+        "_parent_dirty",
+        "_pending_deletes",
+        "_roll_flush_offset",
+        "_roll_ms",
+        "_segments",
+        "cleaning_aborted",
+        "config",
+        "directory",
+        "epochs",
+        "first_unstable_offset",
+        "has_dir",
+        "last_flush_ms",
+        "last_producer_records",
+        "latest_delete_horizon",
+        "log_start_offset",
+        "on_delete_scheduled",
+        "on_roll",
+        "recovered_from",
+        "recovery_point",
+        "snapshots_at_load",
+        "topic_partition",
+    )
+
     def __init__(
         self,
         dir_path: Path | str,

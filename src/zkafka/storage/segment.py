@@ -60,6 +60,28 @@ class TimestampOffset:
 class LogSegment:
     """A segment's files and in-memory state. Not thread-safe: `Log` serialises access."""
 
+    __slots__ = (
+        "_dir",
+        "_file",
+        "_log_file",
+        "_max_ts",
+        "_offset_of_max_ts",
+        "_rolling_ts",
+        "_tail",
+        "_unsynced",
+        "base_offset",
+        "bytes_since_last_index_entry",
+        "closed",
+        "created_ms",
+        "index",
+        "index_interval_bytes",
+        "roll_jitter_ms",
+        "size",
+        "suffix",
+        "time_index",
+        "txn_index",
+    )
+
     def __init__(
         self,
         dir_path: Path | str,

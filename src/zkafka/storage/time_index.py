@@ -31,6 +31,7 @@ def lookup_timestamp(
 
 
 class TimeIndex(SparseIndex):
+    __slots__ = ()
     entry_struct = struct.Struct(">qi")
     key_type = "q"
     value_type = "i"

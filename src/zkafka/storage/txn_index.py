@@ -40,6 +40,11 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """One segment's `.txnindex`; the file exists only once a transaction was aborted in it."""
 
+    __slots__ = (
+        "_entries",
+        "_path",
+    )
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)  # a str: ~0.5 KiB less than a Path, per file of every replica
         self._entries: list[AbortedTxn] | None = None  # read on first use
