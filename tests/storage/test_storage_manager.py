@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from storage_helpers import BASE_TS, all_records, append, batch, keyed_batch, read_all, small_config
 
-from zkafka.storage.checkpoint import OffsetCheckpointFile
+from zkafka.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from zkafka.storage.config import LogConfig
-from zkafka.storage.errors import InconsistentMetadataError, LogDirLockedError, StorageError
+from zkafka.storage.errors import InconsistentMetadataError, LogDirIOError, LogDirLockedError, StorageError
 from zkafka.storage.log import Log
 from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition as TP
@@ -374,4 +374,34 @@ def test_new_logs_avoid_an_offline_dir(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="every log dir"):
         mgr.get_or_create_log("t", 5)
     assert mgr.get_log("t", 0) is not None and read_all(mgr.get_log("t", 0))  # type: ignore[arg-type]
+    mgr.shutdown()
+
+
+def test_a_checkpoint_that_cannot_be_written_reports_its_dir_and_the_other_dirs_are_written(
+    tmp_path: Path,
+) -> None:
+    """Kafka's LogDirFailureChannel: a failed checkpoint write takes its dir offline (the broker
+    moves its replicas away) instead of failing the whole periodic task every time; the other dirs'
+    checkpoints are still written, and an offline dir is not written again."""
+    d1, d2 = tmp_path / "d1", tmp_path / "d2"
+    mgr = manager([d1, d2])
+    failures: list[LogDirIOError] = []
+    mgr.on_dir_failure = failures.append
+    fill(mgr, "t", 0)
+    fill(mgr, "t", 1)
+    assert {mgr.log_dir_of("t", 0), mgr.log_dir_of("t", 1)} == {d1, d2}
+    broken = mgr.log_dir_of("t", 0)
+    assert broken is not None
+    target = broken / REPLICATION_OFFSET_CHECKPOINT
+    target.unlink(missing_ok=True)
+    target.mkdir()  # the checkpoint's rename onto it fails
+    (target / "keep").touch()
+    mgr.checkpoint_high_watermarks({TP("t", 0): 3, TP("t", 1): 4})
+    assert [f.path for f in failures] == [str(target)]
+    healthy = d2 if broken == d1 else d1
+    assert OffsetCheckpointFile(healthy / REPLICATION_OFFSET_CHECKPOINT).read() == {TP("t", 1): 4}
+    mgr.mark_dir_offline(broken)  # what the broker does when told
+    mgr.checkpoint_high_watermarks({TP("t", 0): 5, TP("t", 1): 6})
+    mgr.checkpoint_recovery_points()
+    assert len(failures) == 1
     mgr.shutdown()

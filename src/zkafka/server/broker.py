@@ -20,6 +20,7 @@ Request handlers never see this class: they get `services.BrokerServices`, built
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from zkafka.client.security import ClientSecurity
@@ -52,7 +53,7 @@ from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.isr import IsrManager
 from zkafka.server.lag_reporter import LagReporter
 from zkafka.server.listeners import Listeners
-from zkafka.server.log_dir_failure import LogDirFailures
+from zkafka.server.log_dir_failure import LogDirFailures, stop_replicas_in
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
 from zkafka.server.metadata_cache import MetadataCache, MetadataWaits
 from zkafka.server.producer_ids import ProducerIdManager
@@ -124,7 +125,16 @@ class Broker:
         self.replicas = replicas = ReplicaManager(broker_id, logs)
         if metrics is not None:
             replicas.on_topic_gone = metrics.forget
-        replicas.on_log_dir_failure = LogDirFailures(cfg.log_dirs, on_offline=logs.mark_dir_offline).failed
+        loop = asyncio.get_running_loop()
+
+        def dir_failed_alone(log_dir: str) -> None:  # any thread: the failed write's
+            announce = functools.partial(zk.run, KafkaZkClient.create_log_dir_event_notification, broker_id)
+            work = stop_replicas_in(log_dir, replicas.stop_replicas_in_dir, announce)
+            loop.call_soon_threadsafe(self.scheduler.spawn, work)
+
+        replicas.on_log_dir_failure = logs.on_dir_failure = LogDirFailures(
+            cfg.log_dirs, on_offline=logs.mark_dir_offline, on_partial=dir_failed_alone
+        ).failed
         metadata = MetadataCache()
         replicas.listed = lambda tp: metadata.partition(tp.topic, tp.partition) is not None
         throttles = ReplicationThrottles(broker_id, cfg)
@@ -231,7 +241,6 @@ class Broker:
         zk.listen(dynamic.queue, dynamic.on_notification)
         zk.listen(quotas.queue, quotas.on_notification)
         await controller.start()
-        loop = asyncio.get_running_loop()
         schedule_log_maintenance(
             self.scheduler,
             cfg,

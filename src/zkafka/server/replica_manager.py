@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -121,6 +122,24 @@ class ReplicaManager:
     def log_dir_failed(self, error: LogDirIOError) -> None:
         if self.on_log_dir_failure is not None:
             self.on_log_dir_failure(error)
+
+    def stop_replicas_in_dir(self, log_dir: str) -> list[TopicPartition]:
+        """The replicas whose logs are in `log_dir` (a real path) stop after a write there failed:
+        their fetchers are removed and their logs closed without writing anything more, so every
+        request on them (and the controller's next LeaderAndIsr) answers KAFKA_STORAGE_ERROR."""
+        in_dir = os.path.realpath(log_dir)
+        stopped = []
+        for tp in list(self.log_manager.all_logs()):
+            d = self.log_manager.log_dir_of(tp.topic, tp.partition)
+            if d is not None and os.path.realpath(d) == in_dir:
+                stopped.append(tp)
+        self.followers.remove_followers(stopped)
+        for tp in stopped:
+            lg = self.log_manager.get_log(tp.topic, tp.partition)
+            if lg is not None:
+                lg.close_without_flush()
+            self._leadership_changed(tp)  # parked fetches and acks=all produce requests re-check
+        return stopped
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -318,6 +337,11 @@ class ReplicaManager:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             current = self.partitions.get(tp)
+            if current is not None and current.log.closed:
+                # offline (its log dir failed, or an I/O error closed it): Kafka answers this
+                # first, whatever the epoch, and the controller then takes the replica as offline
+                errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             if (
                 current is not None
                 and current.state is not None

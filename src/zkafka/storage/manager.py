@@ -151,6 +151,10 @@ class LogManager:
         """Logs per dir, kept with `_dir_of` (choosing a dir for a new log must not scan every log)."""
         self._offline_dirs: set[Path] = set()
         """Dirs a write failed in (`mark_dir_offline`): no new log is placed there."""
+        self.on_dir_failure: Callable[[LogDirIOError], None] | None = None
+        """Told when a write of this manager's own (a checkpoint file, a log's flush or its
+        leader-epoch checkpoint) failed at the OS: the dir goes offline, as Kafka's
+        LogDirFailureChannel takes it (`zkafka.server.log_dir_failure`)."""
         self._unsynced_dirs: set[Path] = set()
         """Dirs with a log dir created by `get_or_create_log(sync_dir=False)`, not yet fsynced."""
         self._locks: list[_DirLock] = []
@@ -509,6 +513,11 @@ class LogManager:
         self.delete_pending(now)
         return deleted
 
+    def _write_failed(self, path: str | os.PathLike[str], error: OSError) -> None:
+        log.error("writing %s failed: %s", path, error)
+        if self.on_dir_failure is not None:
+            self.on_dir_failure(LogDirIOError(str(error), path=os.fspath(path)))
+
     def write_leader_epoch_checkpoints(self) -> int:
         """Write every deferred leader-epoch checkpoint (no fsync: the log's next flush does it).
         Returns how many were written. Run it off the event loop. A log that has never held a
@@ -523,7 +532,7 @@ class LogManager:
             try:
                 done += lg.write_epoch_checkpoint()
             except OSError as e:
-                log.error("%s: writing the leader-epoch checkpoint failed: %s", lg, e)
+                self._write_failed(lg.directory, e)
         return done
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
@@ -533,7 +542,11 @@ class LogManager:
         for tp, lg in self.all_logs().items():
             try:
                 flushed += lg.flush_if_due(now)
-            except (OSError, StorageError) as e:
+            except LogDirIOError as e:
+                self._write_failed(e.path, e)
+            except OSError as e:
+                self._write_failed(lg.directory, e)
+            except StorageError as e:
                 log.warning("flushing %s failed: %s", tp, e)
         return flushed
 
@@ -597,17 +610,24 @@ class LogManager:
                     {tp: off for tp, off in self._cleaner_offsets.items() if tp in logs}
                 )
 
-    def checkpoint_recovery_points(self) -> None:
+    def _checkpoint_online_dirs(self, *, recovery: bool, starts: bool, cleaner: bool) -> None:
+        """Each dir still online; a dir whose write fails goes offline and the others go on."""
         for d in self.log_dirs:
-            self._checkpoint_dir(d, recovery=True, starts=False, cleaner=False)
+            if d in self._offline_dirs:
+                continue
+            try:
+                self._checkpoint_dir(d, recovery=recovery, starts=starts, cleaner=cleaner)
+            except OSError as e:
+                self._write_failed(d, e)
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint_online_dirs(recovery=True, starts=False, cleaner=False)
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d in self.log_dirs:
-            self._checkpoint_dir(d, recovery=False, starts=True, cleaner=False)
+        self._checkpoint_online_dirs(recovery=False, starts=True, cleaner=False)
 
     def checkpoint_cleaner_offsets(self) -> None:
-        for d in self.log_dirs:
-            self._checkpoint_dir(d, recovery=False, starts=False, cleaner=True)
+        self._checkpoint_online_dirs(recovery=False, starts=False, cleaner=True)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions; a
@@ -632,9 +652,13 @@ class LogManager:
                         by_id[id(d)][tp] = hw
                 by_dir = {d: by_id[id(d)] for d in self.log_dirs}
             for d, offsets in by_dir.items():
-                if self._high_watermarks_written.get(d) == offsets:
+                if d in self._offline_dirs or self._high_watermarks_written.get(d) == offsets:
                     continue
-                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+                try:
+                    OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(offsets)
+                except OSError as e:  # that dir goes offline; the others are still written
+                    self._write_failed(d / REPLICATION_OFFSET_CHECKPOINT, e)
+                    continue
                 self._high_watermarks_written[d] = offsets
 
     def high_watermark_checkpoint(self, topic: str, partition: int) -> int | None:
