@@ -130,7 +130,10 @@ class Broker:
         def dir_failed_alone(log_dir: str) -> None:  # any thread: the failed write's
             announce = functools.partial(zk.run, KafkaZkClient.create_log_dir_event_notification, broker_id)
             work = stop_replicas_in(log_dir, replicas.stop_replicas_in_dir, announce)
-            loop.call_soon_threadsafe(self.scheduler.spawn, work)
+            try:
+                loop.call_soon_threadsafe(self.scheduler.spawn, work)
+            except RuntimeError:  # the loop is closed: the broker has stopped anyway
+                work.close()
 
         replicas.on_log_dir_failure = logs.on_dir_failure = LogDirFailures(
             cfg.log_dirs, on_offline=logs.mark_dir_offline, on_partial=dir_failed_alone
