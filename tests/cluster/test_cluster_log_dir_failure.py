@@ -28,12 +28,8 @@ PARTITIONS = 4
 
 @pytest.fixture
 def tiny_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "tiny"
-    mounts.mount_tmpfs(path, "4m")
-    try:
+    with mounts.mounted_tmpfs(tmp_path / "tiny", "4m") as path:
         yield path
-    finally:
-        mounts.unmount(path)
 
 
 def value(partition: int, i: int) -> bytes:

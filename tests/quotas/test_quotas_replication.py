@@ -57,10 +57,9 @@ def config(zk: KazooClient, path: str) -> dict[str, str]:
     return json.loads(zk.get(path)[0])["config"] if found else {}
 
 
-def test_reassignment_under_throttle_completes_and_verify_removes_the_throttle(
-    cluster: LocalCluster, tmp_path: Path
-) -> None:
-    topic = f"throttled-{uuid.uuid4().hex[:8]}"
+def topic_on_broker_1(cluster: LocalCluster, prefix: str) -> str:
+    """A new topic of one partition on broker 1 alone, holding DATA bytes."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
     created = cli("topics", "--bootstrap-server", cluster.bootstrap_servers, "--create", "--topic", topic,
                   "--replica-assignment", "1")  # fmt: skip
     assert created.returncode == 0, created.stderr
@@ -69,6 +68,13 @@ def test_reassignment_under_throttle_completes_and_verify_removes_the_throttle(
         producer.produce(topic, b"r" * 10_000)
         producer.poll(0)
     assert producer.flush(60) == 0
+    return topic
+
+
+def test_reassignment_under_throttle_completes_and_verify_removes_the_throttle(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    topic = topic_on_broker_1(cluster, "throttled")
 
     plan = tmp_path / "plan.json"
     plan.write_text(
@@ -164,15 +170,7 @@ def test_a_reassignment_reads_its_throttles_even_before_their_change_notificatio
     the reassignment (LeaderAndIsr) before the throttles' change notifications. Here the throttles
     are written with no notification at all: the brokers must still read them before the new
     replica's first fetch."""
-    topic = f"unannounced-{uuid.uuid4().hex[:8]}"
-    created = cli("topics", "--bootstrap-server", cluster.bootstrap_servers, "--create", "--topic", topic,
-                  "--replica-assignment", "1")  # fmt: skip
-    assert created.returncode == 0, created.stderr
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20})
-    for _ in range(DATA // 10_000):
-        producer.produce(topic, b"r" * 10_000)
-        producer.poll(0)
-    assert producer.flush(60) == 0
+    topic = topic_on_broker_1(cluster, "unannounced")
 
     plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2]}]}
     plan_file = tmp_path / "plan.json"

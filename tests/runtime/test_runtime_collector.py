@@ -19,6 +19,7 @@ def collector_on() -> Iterator[None]:
     gc.enable()
     yield
     assert collector.pause_depth() == 0
+    gc.unfreeze()  # leave the worker's heap as it was for the tests after these
     (gc.enable if was else gc.disable)()
 
 
@@ -73,34 +74,42 @@ def test_overlapping_pauses_in_two_threads() -> None:
     assert gc.isenabled()
 
 
-def test_a_pause_that_keeps_many_objects_freezes_them_and_thaw_gives_them_back() -> None:
+def test_a_pause_that_keeps_many_objects_freezes_them_and_one_thaw_collects_and_refreezes() -> None:
     collector.thaw()
-    gc.collect()
+    before = gc.get_freeze_count()
     kept: list[list[int]] = []
     with collector.paused():
         kept.extend([i] for i in range(collector.FREEZE_AT + 1000))  # lists are always tracked
-    try:
-        assert gc.isenabled()
-        assert gc.get_freeze_count() >= collector.FREEZE_AT
-    finally:
-        frozen = collector.thaw()
-    assert frozen >= collector.FREEZE_AT and gc.get_freeze_count() == 0
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= before + collector.FREEZE_AT
+    assert collector.thaw() >= collector.FREEZE_AT  # what is alive is frozen again
+    assert gc.get_freeze_count() >= collector.FREEZE_AT
+    assert collector.thaw() == 0  # nothing frozen since: no second walk of the heap
+    assert len(kept) == collector.FREEZE_AT + 1000
 
 
 def test_a_pause_that_keeps_few_objects_freezes_nothing() -> None:
     collector.thaw()
-    gc.collect()
+    before = gc.get_freeze_count()
     with collector.paused():
         kept = [[i] for i in range(100)]
-    assert gc.get_freeze_count() == 0 and len(kept) == 100
+    assert gc.get_freeze_count() == before and len(kept) == 100
     assert collector.thaw() == 0
 
 
-def test_a_cycle_that_died_frozen_is_freed_after_the_thaw() -> None:
-    """The price of freezing, and why the broker thaws: a cycle made unreachable while frozen
-    waits for the thaw and a full collection."""
+def test_no_thaw_while_a_pause_is_in_force() -> None:
     collector.thaw()
-    gc.collect()
+    with collector.paused():
+        filler = [[i] for i in range(collector.FREEZE_AT + 1000)]
+    with collector.paused():
+        assert collector.thaw() == 0  # a pause is making objects: left for the next thaw
+    assert collector.thaw() > 0 and len(filler) > 0
+
+
+def test_a_cycle_that_died_frozen_is_freed_by_the_thaw() -> None:
+    """The price of freezing, and why the broker thaws: a cycle made unreachable while frozen
+    waits for the thaw's collection."""
+    collector.thaw()
 
     class Node:
         pass
@@ -114,5 +123,4 @@ def test_a_cycle_that_died_frozen_is_freed_after_the_thaw() -> None:
     gc.collect()
     assert probe() is not None  # frozen: not collected
     collector.thaw()
-    gc.collect()
     assert probe() is None

@@ -22,12 +22,8 @@ pytestmark = pytest.mark.skipif(mounts.available() is not None, reason=f"{mounts
 
 @pytest.fixture
 def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "fs"
-    mounts.mount_tmpfs(path, "1m")
-    try:
+    with mounts.mounted_tmpfs(tmp_path / "fs", "1m") as path:
         yield path
-    finally:
-        mounts.unmount(path)
 
 
 @pytest.mark.timeout(60)

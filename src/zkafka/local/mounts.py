@@ -9,11 +9,13 @@ deletes it again.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 FILLER = ".zkafka-chaos-fill"
@@ -58,6 +60,16 @@ def unmount(path: Path) -> None:
         _run("umount", str(path))
     except MountError:
         _run("umount", "-l", str(path))
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """`path` as a tmpfs of `size` while the block runs (tests: a log dir that can be filled)."""
+    mount_tmpfs(path, size)
+    try:
+        yield path
+    finally:
+        unmount(path)
 
 
 def fill(path: Path) -> int:

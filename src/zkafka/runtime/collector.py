@@ -13,8 +13,9 @@ A pause that leaves many more tracked objects than it found (`FREEZE_AT`) ends b
 heap (`gc.freeze`): what it made is kept for good, and the collector would otherwise walk it
 once as young, once as middle-aged, then in every full collection, where each such walk of a
 broker with 66,000 replicas held the GIL for ~0.7 s. What a frozen object's cycle holds is not
-freed until `thaw()`, which the broker calls rarely (`THAW_INTERVAL_S`): the heap goes back to
-the oldest generation, whose next full collection frees what cycles died frozen.
+freed until `thaw()`, which the broker calls rarely (`THAW_INTERVAL_S`): if a pause froze the heap
+since the last thaw, the heap is collected once, whole, and what is still alive frozen again (as
+`zkafka server-start` froze its start-up heap).
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ _lock = threading.Lock()
 _depth = 0
 _resume = False
 """Whether the collector was on when the outermost pause began."""
+_frozen_since_thaw = False
 
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
-    global _depth, _resume
+    global _depth, _resume, _frozen_since_thaw
     with _lock:
         if _depth == 0:
             _resume = gc.isenabled()
@@ -51,16 +53,24 @@ def paused() -> Iterator[None]:
             if _depth == 0 and _resume:
                 if gc.get_count()[0] >= FREEZE_AT:
                     gc.freeze()
+                    _frozen_since_thaw = True
                 gc.enable()
 
 
 def thaw() -> int:
-    """Give what earlier pauses froze back to the collector; returns how many objects that was."""
+    """If a pause froze the heap since the last thaw and none is in force: collect the whole heap
+    once, frozen part included (freeing the cycles that died frozen), and freeze what is alive
+    again. Returns how many objects were frozen again (0: nothing to do). One full walk of the
+    heap: a broker with 66,000 replicas holds its GIL for ~0.7 s, once per `THAW_INTERVAL_S`."""
+    global _frozen_since_thaw
     with _lock:
-        frozen = gc.get_freeze_count()
-        if frozen:
-            gc.unfreeze()
-        return frozen
+        if not _frozen_since_thaw or _depth:
+            return 0
+        _frozen_since_thaw = False
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return gc.get_freeze_count()
 
 
 def pause_depth() -> int:
