@@ -301,6 +301,8 @@ class Broker:
             and self.registration.registered
             and self.controller is not None
         ):
+            if self.replicas is not None:
+                self.replicas.shutting_down = True
             await ControlledShutdown(
                 self.registration, self.config, self.zk, self.controller, self.inter_broker_security
             ).run()
