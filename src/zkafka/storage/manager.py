@@ -501,6 +501,8 @@ class LogManager:
         now = self._now_ms() if now_ms is None else now_ms
         deleted = 0
         for tp, lg in self.all_logs().items():
+            if lg.closed:  # offline (its log dir failed): nothing of it changes until a restart
+                continue
             hw = None
             if high_watermarks is not None:
                 hw = high_watermarks(tp)
