@@ -46,6 +46,9 @@ def test_layout_placement_and_meta(tmp_path: Path) -> None:
         mgr.get_or_create_log("t", p)
     assert {mgr.log_dir_of("t", p) for p in range(4)} == {d1.absolute(), d2.absolute()}
     assert mgr.logs_in_dir_count(d1.absolute()) == mgr.logs_in_dir_count(d2.absolute()) == 2
+    in_d1 = mgr.logs_in_dir(str(d2 / ".." / "a"))  # any spelling of the path
+    assert sorted(in_d1) == sorted(tp for tp in mgr.all_logs() if mgr.log_dir_of(*tp) == d1.absolute())
+    assert len(in_d1) == 2 and mgr.logs_in_dir(tmp_path / "elsewhere") == []
     assert not (d1 / "t-0").exists() and not (d2 / "t-0").exists()  # made by the first write
     append(mgr.log_or_raise("t", 0), batch(1))
     assert (mgr.log_dir_of("t", 0) / "t-0").is_dir()  # where it was placed

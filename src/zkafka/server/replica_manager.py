@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -133,12 +132,7 @@ class ReplicaManager:
         """The replicas whose logs are in `log_dir` (a real path) stop after a write there failed:
         their fetchers are removed and their logs closed without writing anything more, so every
         request on them (and the controller's next LeaderAndIsr) answers KAFKA_STORAGE_ERROR."""
-        in_dir = os.path.realpath(log_dir)
-        stopped = []
-        for tp in list(self.log_manager.all_logs()):
-            d = self.log_manager.log_dir_of(tp.topic, tp.partition)
-            if d is not None and os.path.realpath(d) == in_dir:
-                stopped.append(tp)
+        stopped = self.log_manager.logs_in_dir(log_dir)
         self.followers.remove_followers(stopped)
         for tp in stopped:
             lg = self.log_manager.get_log(tp.topic, tp.partition)

@@ -304,6 +304,16 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get(TopicPartition(topic, partition))
 
+    def logs_in_dir(self, log_dir: str | os.PathLike[str]) -> list[TopicPartition]:
+        """The partitions whose logs are in `log_dir` (any path naming one of the log dirs; one
+        real-path lookup, not one per log)."""
+        real = os.path.realpath(log_dir)
+        wanted = next((d for d in self.log_dirs if os.path.realpath(d) == real), None)
+        if wanted is None:
+            return []
+        with self._lock:
+            return [tp for tp, d in self._dir_of.items() if d == wanted]
+
     def logs_in_dir_count(self, log_dir: Path) -> int:
         return self._count_in_dir[log_dir]
 
