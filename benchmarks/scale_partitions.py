@@ -440,7 +440,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             states = read_states(zk, paths)
             replicas_on = {b: sum(1 for s in states.values() if b in s["isr"]) for b in pids}
             cpu0 = {b: cpu_seconds(pid) for b, pid in pids.items()}
-            time.sleep(args.idle_seconds)
+            with profiled(args, f"{total}-idle", {f"b{b}": pid for b, pid in pids.items()}):
+                time.sleep(args.idle_seconds)
             for b, pid in pids.items():
                 per_replica = (rss_bytes(pid) - rss0[b]) / max(1, replicas_on[b])
                 run.add(f"idle b{b}: RSS per replica ({replicas_on[b]:,})", per_replica, "B", RSS_AIM, False)
