@@ -286,3 +286,63 @@ def test_election_sees_an_isr_the_leader_grew_behind_the_controllers_back(zk_con
             assert after.leader_and_isr.leader_epoch == first.leader_and_isr.leader_epoch + 1
 
     asyncio.run(main())
+
+
+def test_controlled_shutdown_rereads_only_the_refusals_an_isr_change_could_overturn(zk_connect: str) -> None:
+    """Leaders are decided from the controller's copies of the states; a refusal (no eligible
+    leader) writes nothing, so a stale copy would go unnoticed and it is read again from
+    ZooKeeper. Not when no replica of the partition is live but the one leaving: no ISR can
+    change that (a cluster going down has tens of thousands of those on its last brokers)."""
+    b0, pair0 = TopicPartition("b", 0), TopicPartition("pair", 0)
+
+    async def main() -> None:
+        async with Cluster(zk_connect, [1, 2, 3, 4]) as cluster:
+            active = await cluster.wait_for_controller()
+            controller, zk, admin = active.controller, active.zk, cluster.admin
+            assert controller is not None and zk is not None and admin is not None
+            leaving, staying, gone = (b for b in (1, 2, 3, 4) if b != active.broker_id)
+            await cluster.zk(admin.create_topic_assignment, "pair", {0: [leaving, gone]})
+            await cluster.zk(admin.create_topic_assignment, "b", {0: [leaving, staying]})
+            await cluster.wait_for_state(pair0, lambda s: s.leader_and_isr.leader == leaving, "pair-0")
+            online = await cluster.wait_for_state(
+                b0, lambda s: s.leader_and_isr.isr == (leaving, staying), "b-0"
+            )
+            # pair-0's partner dies: it keeps its leader, which has nobody left to hand over to.
+            await cluster[gone].crash()
+            await cluster.wait_for_state(pair0, lambda s: s.leader_and_isr.isr == (leaving,), "pair-0 shrunk")
+            # The controller learns an ISR of b-0 without the staying replica (a leader's shrink,
+            # announced) ...
+            lai = online.leader_and_isr
+            shrunk = LeaderAndIsr(leaving, lai.leader_epoch, (leaving,), zk_version=lai.zk_version)
+            ok, version = await cluster.zk(
+                admin.conditional_update_partition_state, b0, shrunk, online.controller_epoch
+            )
+            assert ok
+            await cluster.zk(admin.create_isr_change_notification, [b0])
+            await wait_until(
+                lambda: controller._core.context.leadership[b0].leader_and_isr.isr == (leaving,),
+                "the controller's copy of b-0 shrunk",
+            )
+            # ... and not the expansion that followed: its copy is stale.
+            grown = LeaderAndIsr(leaving, lai.leader_epoch, (leaving, staying), zk_version=version)
+            ok, _ = await cluster.zk(
+                admin.conditional_update_partition_state, b0, grown, online.controller_epoch
+            )
+            assert ok
+
+            read: list[TopicPartition] = []
+            original = zk.get_partition_states
+
+            def counting(partitions):  # type: ignore[no-untyped-def]
+                read.extend(partitions)
+                return original(partitions)
+
+            zk.get_partition_states = counting  # type: ignore[method-assign]
+            error, remaining = await controller.controlled_shutdown(leaving, cluster[leaving].broker_epoch)
+            assert error is ErrorCode.NONE and remaining == {pair0}
+            # b-0 was refused on the stale copy, read again, and moved; pair-0 was refused for good.
+            assert b0 in read and pair0 not in read
+            assert (await cluster.state(b0)).leader_and_isr.leader == staying  # type: ignore[union-attr]
+            assert (await cluster.state(pair0)).leader_and_isr.leader == leaving  # type: ignore[union-attr]
+
+    asyncio.run(main())
