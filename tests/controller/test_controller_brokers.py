@@ -6,12 +6,41 @@ import asyncio
 
 from controller_harness import Cluster, wait_until
 
+from zkafka.controller import Controller
 from zkafka.protocol import ErrorCode
 from zkafka.protocol.messages import UpdateMetadataRequest
-from zkafka.zk.model import LeaderAndIsr, TopicPartition
+from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
 A0, A1 = TopicPartition("a", 0), TopicPartition("a", 1)
 SOLO = TopicPartition("solo", 0)
+
+
+async def announce_shrink_then_grow_silently(
+    cluster: Cluster,
+    controller: Controller,
+    tp: TopicPartition,
+    online: LeaderIsrAndControllerEpoch,
+    follower: int,
+) -> None:
+    """What a leader may do before it dies: shrink the ISR to itself and announce it (the
+    controller's copy says [leader]), then grow it back and be gone before announcing that
+    (ZooKeeper says [leader, follower]: the controller's copy is stale)."""
+    admin = cluster.admin
+    assert admin is not None
+    lai = online.leader_and_isr
+    shrunk = LeaderAndIsr(lai.leader, lai.leader_epoch, (lai.leader,), zk_version=online.zk_version)
+    ok, version = await cluster.zk(
+        admin.conditional_update_partition_state, tp, shrunk, online.controller_epoch
+    )
+    assert ok
+    await cluster.zk(admin.create_isr_change_notification, [tp])
+    await wait_until(
+        lambda: controller._core.context.leadership[tp].leader_and_isr.isr == (lai.leader,),
+        f"the controller to see the shrunk ISR of {tp}",
+    )
+    grown = LeaderAndIsr(lai.leader, lai.leader_epoch, (lai.leader, follower), zk_version=version)
+    ok, _ = await cluster.zk(admin.conditional_update_partition_state, tp, grown, online.controller_epoch)
+    assert ok
 
 
 def test_broker_leave_reelects_and_never_empties_the_isr(zk_connect: str) -> None:
@@ -263,23 +292,8 @@ def test_election_sees_an_isr_the_leader_grew_behind_the_controllers_back(zk_con
             x, y = (b for b in (1, 2, 3) if b != active.broker_id)
             await cluster.zk(admin.create_topic_assignment, "a", {0: [x, y]})
             first = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == x, "a-0 online")
-            # The leader shrinks the ISR to itself and announces it: the controller's copy says [x].
-            shrunk = LeaderAndIsr(x, first.leader_and_isr.leader_epoch, (x,), zk_version=first.zk_version)
-            ok, version = await cluster.zk(
-                admin.conditional_update_partition_state, A0, shrunk, first.controller_epoch
-            )
-            assert ok
-            await cluster.zk(admin.create_isr_change_notification, [A0])
-            await wait_until(
-                lambda: controller._core.context.leadership[A0].leader_and_isr.isr == (x,),
-                "the controller to see the shrunk ISR",
-            )
-            # Then it grows the ISR back, and dies before announcing it.
-            grown = LeaderAndIsr(x, first.leader_and_isr.leader_epoch, (x, y), zk_version=version)
-            ok, _ = await cluster.zk(
-                admin.conditional_update_partition_state, A0, grown, first.controller_epoch
-            )
-            assert ok
+            # It shrinks the ISR, announced, grows it back, not announced, and dies.
+            await announce_shrink_then_grow_silently(cluster, controller, A0, first, y)
             await cluster[x].crash()
             after = await cluster.wait_for_state(A0, lambda s: s.leader_and_isr.leader == y, "a-0 re-elected")
             assert after.leader_and_isr.isr == (y,)
@@ -310,25 +324,8 @@ def test_controlled_shutdown_rereads_only_the_refusals_an_isr_change_could_overt
             # pair-0's partner dies: it keeps its leader, which has nobody left to hand over to.
             await cluster[gone].crash()
             await cluster.wait_for_state(pair0, lambda s: s.leader_and_isr.isr == (leaving,), "pair-0 shrunk")
-            # The controller learns an ISR of b-0 without the staying replica (a leader's shrink,
-            # announced) ...
-            lai = online.leader_and_isr
-            shrunk = LeaderAndIsr(leaving, lai.leader_epoch, (leaving,), zk_version=lai.zk_version)
-            ok, version = await cluster.zk(
-                admin.conditional_update_partition_state, b0, shrunk, online.controller_epoch
-            )
-            assert ok
-            await cluster.zk(admin.create_isr_change_notification, [b0])
-            await wait_until(
-                lambda: controller._core.context.leadership[b0].leader_and_isr.isr == (leaving,),
-                "the controller's copy of b-0 shrunk",
-            )
-            # ... and not the expansion that followed: its copy is stale.
-            grown = LeaderAndIsr(leaving, lai.leader_epoch, (leaving, staying), zk_version=version)
-            ok, _ = await cluster.zk(
-                admin.conditional_update_partition_state, b0, grown, online.controller_epoch
-            )
-            assert ok
+            # The controller's copy of b-0 is stale: ISR [leaving] where ZooKeeper has both.
+            await announce_shrink_then_grow_silently(cluster, controller, b0, online, staying)
 
             read: list[TopicPartition] = []
             original = zk.get_partition_states

@@ -307,8 +307,7 @@ class LogManager:
     def logs_in_dir(self, log_dir: str | os.PathLike[str]) -> list[TopicPartition]:
         """The partitions whose logs are in `log_dir` (any path naming one of the log dirs; one
         real-path lookup, not one per log)."""
-        real = os.path.realpath(log_dir)
-        wanted = next((d for d in self.log_dirs if os.path.realpath(d) == real), None)
+        wanted = self._log_dir_named(log_dir)
         if wanted is None:
             return []
         with self._lock:
@@ -320,11 +319,15 @@ class LogManager:
     def mark_dir_offline(self, log_dir: str | os.PathLike[str]) -> None:
         """A write under `log_dir` failed at the OS: no new log goes there from now on (its
         logs stay, failing their writes, until the broker restarts). Unknown dirs are ignored."""
-        real = os.path.realpath(log_dir)
-        for d in self.log_dirs:
-            if os.path.realpath(d) == real:
-                self._offline_dirs.add(d)
-                log.warning("log dir %s is offline: new replicas go to the other log dirs", d)
+        d = self._log_dir_named(log_dir)
+        if d is not None:
+            self._offline_dirs.add(d)
+            log.warning("log dir %s is offline: new replicas go to the other log dirs", d)
+
+    def _log_dir_named(self, path: str | os.PathLike[str]) -> Path | None:
+        """The log dir `path` names (any spelling of it: compared as real paths), None if none."""
+        real = os.path.realpath(path)
+        return next((d for d in self.log_dirs if os.path.realpath(d) == real), None)
 
     def _next_log_dir(self) -> Path:
         """Of the dirs still online, the one holding the fewest partitions (ties: the first
