@@ -3,7 +3,8 @@ once, "assigned <sorted partitions>" whenever its assignment changes, and
 "<partition> <offset> <value>" for every record it gets, committing synchronously after printing
 (at-least-once). Runs until killed or until stdin closes (then it closes the consumer gracefully).
 A commit that fails (a rebalance, a coordinator moving) is reported on stderr and not retried: the
-records come back to whoever owns the partition next.
+records come back to whoever owns the partition next. A poll that raises (kafka-python passes on
+what its heartbeat or fetch saw) is reported there too, and the member polls again.
 
     python coordinator_member.py BOOTSTRAP GROUP TOPIC [CLIENT]
 
@@ -76,7 +77,13 @@ def run_kafka_python(bootstrap: str, group: str, topic: str) -> None:
     assignment = Assignment()
     try:
         while not stop.is_set():
-            batch = consumer.poll(200)
+            try:
+                batch = consumer.poll(200)
+            except KafkaError as e:
+                # kafka-python raises what its heartbeat or fetch saw (a coordinator that died
+                # mid-request); an application logs it and polls again, as this one does
+                complain("poll failed", e)
+                continue
             assignment.update({tp.partition for tp in consumer.assignment()})
             lines = [f"{r.partition} {r.offset} {r.value.decode()}" for rs in batch.values() for r in rs]
             if lines:

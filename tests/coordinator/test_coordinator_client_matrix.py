@@ -118,7 +118,7 @@ class Member:
         self.client = client
         self.assigned: set[int] | None = None  # None until its first assignment
         self.values: set[int] = set()
-        self.stderr: list[str] = []
+        self.stderr: list[str] = []  # the last lines it printed there, for a failure's message
         self._log = open(log, "w")  # noqa: SIM115 - closed in wait()
         if client == "kcat":
             cmd = [
@@ -157,6 +157,7 @@ class Member:
         for line in self.proc.stderr:  # type: ignore[union-attr]
             self._log.write(line)
             self._log.flush()
+            self.stderr = [*self.stderr[-29:], line.rstrip()]
             m = KCAT_GROUP_LINE.search(line)
             if m and self.client == "kcat":
                 parts = {int(p) for p in re.findall(r"\[(\d+)\]", m.group(2))}
@@ -286,7 +287,9 @@ def test_group_survives_member_and_coordinator_sigkill(
         for m in survivors:
             m.close()
         for m in survivors:
-            assert m.wait() in (0, -signal.SIGTERM), f"{m.client} exited with {m.proc.returncode}"
+            assert m.wait() in (0, -signal.SIGTERM), (
+                f"{m.client} exited with {m.proc.returncode}; its stderr ended:\n" + "\n".join(m.stderr)
+            )
         final = committed(alive, group, topic)
         assert all(final[p] >= o for p, o in after.items())
         assert final == end, final
