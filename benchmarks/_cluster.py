@@ -1,5 +1,6 @@
 """What the cluster benchmarks share: process figures from /proc, the descriptor limit, topic
-creation through Kafka's admin API, and pipelined reads of the partition state znodes.
+creation through Kafka's admin API, pipelined reads of the partition state znodes, and the
+controller's own timers from a broker's /metrics.
 
 Benchmarks run as scripts (`python benchmarks/x.py`), so this module is imported by its bare name
 (`from _cluster import ...`): the script's own folder is first on sys.path. Clusters themselves are
@@ -14,6 +15,8 @@ import os
 import resource
 import threading
 import time
+import urllib.parse
+import urllib.request
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -158,3 +161,38 @@ def create_topics(bootstrap: str, names: list[str], partitions: int, rf: int, ba
         )
         for f in futures.values():
             f.result(600)
+
+
+def controller_timers(metrics_url: str, states: list[str]) -> dict[str, tuple[int, float]]:
+    """state -> (events processed, seconds in them) so far of the broker's controller, from Kafka's
+    ControllerStats timers (`kafka_controller_controllerstats_<state>rateandtimems`, e.g. "topicchange",
+    "leaderelection" for a broker change, "controlledshutdown"). The scrape names them (`name[]=`), so
+    the broker does not render its per-partition gauges for it; empty if it cannot be read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    names = {f"kafka_controller_controllerstats_{s}rateandtimems": s for s in states}
+    query = urllib.parse.urlencode([("name[]", n) for n in names])
+    try:
+        with urllib.request.urlopen(f"{metrics_url}?{query}", timeout=30) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    found = {s: [0, 0.0] for s in states}
+    for family in text_string_to_metric_families(text):
+        state = names.get(family.name)
+        for sample in family.samples if state is not None else ():
+            if sample.name.endswith("_count"):
+                found[state][0] = int(sample.value)
+            elif sample.name.endswith("_sum"):
+                found[state][1] = sample.value / 1000
+    return {s: (n, secs) for s, (n, secs) in found.items()}
+
+
+def timers_since(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> str:
+    """What a controller did between two `controller_timers` readings, for a figure's note."""
+    parts = []
+    for state, (n, secs) in after.items():
+        n0, secs0 = before.get(state, (0, 0.0))
+        if n > n0:
+            parts.append(f"{state} {n - n0} event(s) {secs - secs0:.2f} s")
+    return "controller: " + (", ".join(parts) if parts else "no events timed")

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import signal
@@ -55,6 +56,7 @@ from pathlib import Path
 
 from _cluster import (
     CpuSampler,
+    controller_timers,
     cpu_seconds,
     create_topics,
     open_fds,
@@ -62,6 +64,7 @@ from _cluster import (
     read_states,
     rss_bytes,
     state_path,
+    timers_since,
     watch_deletion,
 )
 from rich.console import Console
@@ -419,6 +422,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             zk_pid = zkserver.process.pid if zkserver.process is not None else None
             cpu_pids = {**{f"b{b}": pid for b, pid in pids.items()}, **({"zk": zk_pid} if zk_pid else {})}
             cpu_before = {k: cpu_seconds(pid) for k, pid in cpu_pids.items()}
+            timers_before = controller_timers(cluster.brokers[controller].metrics, ["topicchange"])
             with profiled(args, f"{total}-create", {f"b{b}": pid for b, pid in pids.items()}):
                 started = time.time()
                 t0 = time.perf_counter()
@@ -432,7 +436,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             run.add("create: CreateTopics answered", answered, "s")
             run.add("create: every leader in ZooKeeper (last state's mtime)", led, "s")
             run.add("create: every leader seen by a full read", answered + polled, "s")
-            run.add("create rate", total / led, "partitions/s", CREATE_AIM)
+            run.add(
+                "create rate",
+                total / led,
+                "partitions/s",
+                CREATE_AIM,
+                note=timers_since(
+                    timers_before, controller_timers(cluster.brokers[controller].metrics, ["topicchange"])
+                ),
+            )
             brokers_cpu = sum(v for k, v in cpu.items() if k != "zk")
             run.add(
                 "create: brokers' CPU per 1,000 partitions",
@@ -475,6 +487,11 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 held = [p for p, s in states.items() if controller in s["isr"]]
                 console.print(f"[{total:,}] SIGKILL controller {controller} (leads {len(victim_paths):,})")
                 survivors = {f"b{b}": cluster.brokers[b].pid for b in cluster.brokers if b != controller}
+                changes_before = {
+                    b: controller_timers(cluster.brokers[b].metrics, ["controllerchange"])
+                    for b in cluster.brokers
+                    if b != controller
+                }
                 with profiled(args, f"{total}-failover", survivors):
                     cluster.signal_broker(controller, signal.SIGKILL)
                     cluster.wait_broker_exit(controller, 10)
@@ -485,12 +502,17 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 assert found is not None
                 won = found[1].ctime / 1000
                 last = max(moved.values()) - won
+                winner = int(json.loads(found[0])["brokerid"])
                 run.add(
                     f"controller SIGKILL: won /controller to last of {len(moved):,} leaders elected",
                     last,
                     "s",
                     FAILOVER_AIM_S,
                     False,
+                    note=timers_since(
+                        changes_before.get(winner, {}),
+                        controller_timers(cluster.brokers[winner].metrics, ["controllerchange"]),
+                    ),
                 )
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {controller} (recovery after SIGKILL)")
@@ -528,6 +550,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 profile = {
                     ("controller" if b == controller else f"b{b}"): cluster.brokers[b].pid for b in survivors
                 }
+                elections_before = controller_timers(cluster.brokers[controller].metrics, ["leaderelection"])
                 with (
                     profiled(args, f"{total}-brokerkill", profile),
                     CpuSampler(controller_pid) as controller_cpu,
@@ -558,7 +581,11 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     "s",
                     BROKER_KILL_AIM_S,
                     False,
-                    note=f"controller CPU {controller_cpu.between(expired.result(5), last):.2f} s",
+                    note=f"controller CPU {controller_cpu.between(expired.result(5), last):.2f} s; "
+                    + timers_since(
+                        elections_before,
+                        controller_timers(cluster.brokers[controller].metrics, ["leaderelection"]),
+                    ),
                 )
                 run.add(
                     f"broker SIGKILL: session expired to the new leaders of all {len(moved):,} serving",
@@ -597,6 +624,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     "controller": cluster.brokers[controller].pid,
                     "victim": cluster.brokers[victim].pid,
                 }
+                controller_url = cluster.brokers[controller].metrics
+                shutdowns_before = controller_timers(controller_url, ["controlledshutdown"])
                 with profiled(args, f"{total}-shutdown", profile):
                     signalled = time.time()
                     t0 = time.perf_counter()
@@ -618,7 +647,13 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     note=f"{len(later):,} first seen rewritten after the move" if later else "",
                 )
                 run.add(
-                    "controlled shutdown: leaders moved/s", len(moved) / max(last, 1e-3), "/s", SHUTDOWN_AIM
+                    "controlled shutdown: leaders moved/s",
+                    len(moved) / max(last, 1e-3),
+                    "/s",
+                    SHUTDOWN_AIM,
+                    note=timers_since(
+                        shutdowns_before, controller_timers(controller_url, ["controlledshutdown"])
+                    ),
                 )
                 run.add("controlled shutdown: signal to exit", to_exit, "s", note="" if exited else "killed")
                 if "startup" not in args.skip:

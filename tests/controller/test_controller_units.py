@@ -1,11 +1,19 @@
-"""Pure pieces of the controller: reassignment arithmetic, the imbalance check, the event queue."""
+"""Pure pieces of the controller: reassignment arithmetic, the imbalance check, the event queue and
+the state each event is timed under."""
 
 from __future__ import annotations
 
 import asyncio
 
 from zkafka.controller.context import ReplicaAssignment
-from zkafka.controller.events import ControlledShutdown, EventQueue, Startup, TopicChange
+from zkafka.controller.events import (
+    ControlledShutdown,
+    ControllerEvent,
+    ControllerState,
+    EventQueue,
+    Startup,
+    TopicChange,
+)
 from zkafka.controller.leader_balance import imbalanced_partitions
 from zkafka.protocol import ErrorCode
 from zkafka.zk.model import TopicPartition
@@ -65,6 +73,35 @@ def test_event_queue_is_fifo_and_clear_answers_waiters() -> None:
         assert await asyncio.wait_for(getter, 1) is change
 
     asyncio.run(main())
+
+
+def test_event_queue_tells_how_long_an_event_waited() -> None:
+    async def main() -> None:
+        queue = EventQueue()
+        queue.put(TopicChange())
+        await asyncio.sleep(0.05)
+        event, waited_s = await queue.get_with_wait()
+        assert isinstance(event, TopicChange) and 0.05 <= waited_s < 5
+        assert event.state is ControllerState.TOPIC_CHANGE
+
+    asyncio.run(main())
+
+
+def test_every_event_names_a_state_and_every_state_a_catalogued_timer() -> None:
+    """Kafka's ControllerStats: one `<State>RateAndTimeMs` timer per controller state but idle."""
+    from zkafka.controller import events
+    from zkafka.metrics.catalogue import BY_NAME, STATE_TIMERS
+    from zkafka.server.broker_metrics import state_timer
+
+    kinds = [c for c in vars(events).values() if isinstance(c, type) and issubclass(c, ControllerEvent)]
+    concrete = [c for c in kinds if c.__name__ not in ("ControllerEvent", "_Awaited")]
+    assert len(concrete) == 21
+    assert all(isinstance(c.state, ControllerState) and c.state is not ControllerState.IDLE for c in concrete)
+    timers = [state_timer(s) for s in ControllerState if s is not ControllerState.IDLE]
+    assert all(t in BY_NAME for t in timers)
+    assert sorted(timers) == sorted(f"kafka_controller_controllerstats_{n}" for n, _ in STATE_TIMERS)
+    assert state_timer(ControllerState.BROKER_CHANGE).endswith("_leaderelectionrateandtimems")
+    assert state_timer(ControllerState.TOPIC_CHANGE).endswith("_topicchangerateandtimems")
 
 
 def test_replicas_and_partitions_on_brokers_walk_the_assignments_in_topic_and_partition_order() -> None:

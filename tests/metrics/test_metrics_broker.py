@@ -1,8 +1,9 @@
 """/metrics of real broker processes, read with prometheus_client's own parser (an independent reader
 of the text format): counters move as records are produced and consumed, a SIGKILLed follower shows
 as under-replicated on the leader until it is back, the active controller count moves with the
-controller, consumer lag equals `zkafka consumer-groups --describe` for both kinds of group, and a
-bad scrape path answers 404 without hurting the endpoint."""
+controller, the controller times its events by state (Kafka's ControllerStats), consumer lag equals
+`zkafka consumer-groups --describe` for both kinds of group, and a bad scrape path answers 404
+without hurting the endpoint."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ OVERRIDES = {
 }
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+TIMERS = "kafka_controller_controllerstats_"
 
 
 @pytest.fixture(scope="module")
@@ -264,6 +266,9 @@ def test_a_killed_follower_is_under_replicated_on_the_leader_until_restarted(clu
     urp = "kafka_server_replicamanager_underreplicatedpartitions"
     wait_for(lambda: value(scrape(cluster, leader), urp) == 0, 30, "no under-replicated partitions at first")
     follower = next(b for b in sorted(cluster.brokers) if b != leader and not _is_controller(cluster, b))
+    controller = next(b for b in cluster.brokers if _is_controller(cluster, b))
+    broker_changes = f"{TIMERS}leaderelectionrateandtimems_count"
+    changes_before = value(scrape(cluster, controller), broker_changes) or 0
     cluster.signal_broker(follower, signal.SIGKILL)
     cluster.wait_broker_exit(follower)
     try:
@@ -274,6 +279,31 @@ def test_a_killed_follower_is_under_replicated_on_the_leader_until_restarted(clu
     wait_for(lambda: value(scrape(cluster, leader), urp) == 0, 90, "under-replicated to fall back to 0")
     # the leader took the restarted follower back into the ISR itself
     assert value(scrape(cluster, leader), "kafka_server_replicamanager_isrexpands_total") >= 1
+    # the controller timed the follower's death and its return: Kafka's LeaderElectionRateAndTimeMs
+    # times each broker change
+    assert (value(scrape(cluster, controller), broker_changes) or 0) >= changes_before + 2
+
+
+def test_the_controller_times_each_event_by_state(cluster: LocalCluster) -> None:
+    """Kafka's ControllerStats timers (`<State>RateAndTimeMs`), the ControllerState gauge and the
+    event manager's queue time and size."""
+    wait_for(lambda: sum(_is_controller(cluster, b) for b in cluster.brokers) == 1, 30, "one controller")
+    controller = next(b for b in cluster.brokers if _is_controller(cluster, b))
+    topic_changes = f"{TIMERS}topicchangerateandtimems_count"
+    before = value(scrape(cluster, controller), topic_changes) or 0
+    create_topic(cluster, f"timed-{uuid.uuid4().hex[:8]}", partitions=3)
+    wait_for(
+        lambda: (value(scrape(cluster, controller), topic_changes) or 0) > before, 30, "a topic change timed"
+    )
+    samples = scrape(cluster, controller)
+    assert value(samples, f"{TIMERS}topicchangerateandtimems_sum") > 0
+    queued = "kafka_controller_controllereventmanager_eventqueuetimems_count"
+    assert value(samples, queued) >= value(samples, topic_changes)
+    for b in cluster.brokers:  # every broker's controller processes events (elections at least)
+        samples = scrape(cluster, b)
+        assert value(samples, f"{TIMERS}controllerchangerateandtimems_count") >= 1
+        assert 0 <= value(samples, "kafka_controller_kafkacontroller_controllerstate") <= 12
+        assert value(samples, "kafka_controller_controllereventmanager_eventqueuesize") >= 0
 
 
 def _is_controller(cluster: LocalCluster, broker_id: int) -> bool:

@@ -1,4 +1,5 @@
-"""`MetricsServer` over real sockets: scrapes parse, everything else is refused without harm."""
+"""`MetricsServer` over real sockets: scrapes parse, a scrape can ask for some metrics by name,
+everything else is refused without harm."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def status(answer: bytes) -> int:
     return int(answer.split(b" ", 2)[1]) if answer else 0
 
 
-async def serving(render: Callable[[], str]) -> tuple[MetricsServer, int]:
+async def serving(render: Callable[[frozenset[str] | None], str]) -> tuple[MetricsServer, int]:
     server = MetricsServer(render, "127.0.0.1", 0)
     return server, await server.start()
 
@@ -92,7 +93,7 @@ def test_hostile_requests_are_answered_or_dropped_and_the_server_keeps_serving(
     monkeypatch.setattr(metrics_http, "READ_TIMEOUT_S", 0.3)
 
     async def main() -> None:
-        server, port = await serving(lambda: "")
+        server, port = await serving(lambda _names: "")
         try:
             assert status(await exchange(port, b"POST /metrics HTTP/1.1\r\n\r\n")) == 405
             assert status(await exchange(port, b"GET /metrics\r\n\r\n")) == 400
@@ -112,7 +113,7 @@ def test_connections_beyond_the_limit_are_closed(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(metrics_http, "MAX_CONNECTIONS", 2)
 
     async def main() -> None:
-        server, port = await serving(lambda: "")
+        server, port = await serving(lambda _names: "")
         try:
             idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
             await asyncio.sleep(0.05)
@@ -129,7 +130,7 @@ def test_connections_beyond_the_limit_are_closed(monkeypatch: pytest.MonkeyPatch
 
 def test_a_failing_render_is_a_500_not_a_crash() -> None:
     async def main() -> None:
-        server, port = await serving(lambda: str(1 / 0))
+        server, port = await serving(lambda _names: str(1 / 0))
         try:
             assert status(await exchange(port, b"GET /metrics HTTP/1.1\r\n\r\n")) == 500
         finally:
@@ -160,7 +161,7 @@ def test_bad_listener_addresses(text: str) -> None:
 
 def test_stop_ends_connections_in_progress_quietly(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        server, port = await serving(lambda: "")
+        server, port = await serving(lambda _names: "")
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /met")  # half a request: its handler is waiting
         await writer.drain()
@@ -207,6 +208,58 @@ def test_a_refresh_runs_before_each_scrape_and_a_failing_or_slow_one_does_not_fa
                 behaviour[0] = what
                 answer = await exchange(port, request)
                 assert status(answer) == 200 and b"isrshrinks_total 1" in answer
+        finally:
+            await server.stop()
+
+    run(main())
+
+
+def test_a_scrape_can_name_the_metrics_it_wants() -> None:
+    """`name[]=` as Prometheus' client libraries take it: only those metrics, and the callbacks of the
+    others are not called; a refresh only for the metrics it refreshes."""
+
+    async def main() -> None:
+        registry = Registry()
+        TopicMetrics(registry).produced("t", 3, 300)
+        registry.counter("kafka_server_replicamanager_isrshrinks_total").inc()
+        called: list[str] = []
+        registry.register_group(
+            ["kafka_server_replicamanager_partitioncount"],
+            lambda: called.append("partitions") or {"kafka_server_replicamanager_partitioncount": [((), 7)]},
+        )
+        refreshes: list[int] = []
+
+        async def refresh() -> None:
+            refreshes.append(1)
+
+        lag = "kafka_server_replicamanager_partitioncount"  # stands for a refreshed metric
+        server = MetricsServer(registry.render, "127.0.0.1", 0, refresh=refresh, refreshed=frozenset([lag]))
+        port = await server.start()
+
+        async def get(query: str) -> tuple[int, dict[str, float]]:
+            answer = await exchange(port, f"GET /metrics{query} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            families = text_string_to_metric_families(answer.split(b"\r\n\r\n", 1)[1].decode())
+            return status(answer), {s.name: s.value for f in families for s in f.samples}
+
+        try:
+            code, got = await get("?name[]=kafka_server_replicamanager_isrshrinks_total")
+            assert (code, got) == (200, {"kafka_server_replicamanager_isrshrinks_total": 1})
+            assert called == [] and refreshes == []
+            # brackets percent-encoded, two names, one of them unknown
+            code, got = await get(f"?name%5B%5D={lag}&name%5B%5D=no_such_metric&other=1")
+            assert (code, got) == (200, {lag: 7})
+            assert called == ["partitions"] and refreshes == [1]
+            code, got = await get("?name[]=no_such_metric")
+            assert (code, got) == (200, {})
+            code, got = await get("?other=1")  # no names asked: everything
+            assert code == 200 and got["kafka_server_brokertopicmetrics_bytesin_total"] == 300
+            assert len(got) > 2 and refreshes == [1, 1]
+            too_many = "&".join(f"name[]=m{i}" for i in range(metrics_http.MAX_NAMES + 1))
+            assert status(await exchange(port, f"GET /metrics?{too_many} HTTP/1.1\r\n\r\n".encode())) == 400
+            assert status(await exchange(port, b"GET /metrics?name[]=%ff%fe HTTP/1.1\r\n\r\n")) == 400
+            assert status(await exchange(port, b"GET /metrics?name[]=\xff HTTP/1.1\r\n\r\n")) == 400
+            code, _ = await get("?name[]=kafka_server_replicamanager_isrshrinks_total")
+            assert code == 200  # still serving
         finally:
             await server.stop()
 

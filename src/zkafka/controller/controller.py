@@ -47,6 +47,7 @@ from zkafka.controller.events import (
     ControlledShutdown,
     ControllerChange,
     ControllerEvent,
+    ControllerState,
     ElectLeaders,
     EventQueue,
     Expire,
@@ -99,6 +100,8 @@ log = logging.getLogger(__name__)
 NO_CONTROLLER = -1
 
 NewSessionHook = Callable[[], Awaitable[object]]
+EventObserver = Callable[[ControllerState, float, float], None]
+"""Told (the event's state, ms it waited in the queue, ms it took) of every event processed."""
 R = TypeVar("R")
 
 
@@ -150,6 +153,8 @@ class Controller:
         self._backoff = ElectionBackoff(broker_id)
         self._campaign_not_before = 0.0
         self._campaign_timer: asyncio.TimerHandle | None = None
+        self._state = ControllerState.IDLE
+        self._event_observer: EventObserver | None = None
 
     # -- public API -----------------------------------------------------------------------------------
     @property
@@ -184,9 +189,23 @@ class Controller:
                 imbalance += 1
         return offline, imbalance, partitions, len(ctx.all_topics)
 
-    def set_election_observer(self, observer: Callable[[float, bool], None] | None) -> None:
-        """`observer(elapsed_ms, unclean)` for every leader this controller elects (metrics)."""
-        self._core.election_observer = observer
+    @property
+    def state(self) -> ControllerState:
+        """What the event task is processing now (IDLE between events)."""
+        return self._state
+
+    @property
+    def queue_size(self) -> int:
+        """Events waiting for the event task."""
+        return len(self._queue)
+
+    def set_observers(
+        self, events: EventObserver | None, unclean_elections: Callable[[int], None] | None
+    ) -> None:
+        """Metrics: `events(state, queued_ms, processing_ms)` after every event processed, and
+        `unclean_elections(n)` whenever n leaders were elected from outside their ISR."""
+        self._event_observer = events
+        self._core.unclean_election_observer = unclean_elections
 
     async def start(self) -> None:
         """Watch /controller and try to become controller. Call after the broker registered itself."""
@@ -276,9 +295,14 @@ class Controller:
     # -- the event task -------------------------------------------------------------------------------
     async def _run(self) -> None:
         while True:
-            event = await self._queue.get()
+            event, waited_s = await self._queue.get_with_wait()
+            self._state = event.state
+            began = time.perf_counter()
             if isinstance(event, Shutdown):
-                await self._shutdown()
+                try:
+                    await self._shutdown()
+                finally:
+                    self._done(event, waited_s, began)
                 return
             try:
                 await self._process(event)
@@ -290,6 +314,12 @@ class Controller:
                 self._after_failure(event, e)
             finally:
                 event.preempt()
+                self._done(event, waited_s, began)
+
+    def _done(self, event: ControllerEvent, waited_s: float, began: float) -> None:
+        self._state = ControllerState.IDLE
+        if self._event_observer is not None:
+            self._event_observer(event.state, waited_s * 1000, (time.perf_counter() - began) * 1000)
 
     def _after_failure(self, event: ControllerEvent, error: Exception) -> None:
         if isinstance(event, Startup | ControllerChange | RegisterBrokerAndReelect) and not self.is_active:

@@ -123,8 +123,8 @@ class ControllerCore:
         timings: ControllerTimings,
         security: ClientSecurity | None = None,
     ) -> None:
-        self.election_observer: Callable[[float, bool], None] | None = None
-        """Told (elapsed ms, unclean) of every leader elected (the broker's metrics)."""
+        self.unclean_election_observer: Callable[[int], None] | None = None
+        """Told how many leaders an election round took from outside their ISR (the broker's metrics)."""
         self.broker_id = broker_id
         self.config = config
         self.zk = zk

@@ -21,7 +21,6 @@ is flushed when a call completes.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Collection, Iterable, Sequence
 
 from kazoo.exceptions import NodeExistsError
@@ -258,7 +257,6 @@ class PartitionStateMachine:
         """One round: (finished partitions, partitions to decide again from a fresh read: after
         a BADVERSION, or refused on the context's copy)."""
         core, ctx = self.core, self.core.context
-        began = time.perf_counter()
         results: ElectionOutcome = {}
         current = await read_states(core, partitions, from_context=from_context)
         valid: list[tuple[TopicPartition, LeaderAndIsr]] = []
@@ -303,7 +301,8 @@ class PartitionStateMachine:
         if not to_write:
             return results, verify
         written = await core.call(core.zk.update_leader_and_isr, to_write, ctx.epoch, ctx.epoch_zk_version)
-        for tp in unclean & written.successful.keys():
+        unclean_written = unclean & written.successful.keys()
+        for tp in unclean_written:
             state_change_log.warning(
                 "unclean leader election for %s: %d leads from outside the ISR", tp, to_write[tp].leader
             )
@@ -315,11 +314,8 @@ class PartitionStateMachine:
                 recipients[tp], tp, state, ctx.partition_full_replica_assignment(tp), is_new=False
             )
             results[tp] = state.leader_and_isr
-        observer = core.election_observer
-        if observer is not None:
-            elapsed_ms = (time.perf_counter() - began) * 1000
-            for tp in written.successful:
-                observer(elapsed_ms, tp in unclean)
+        if unclean_written and core.unclean_election_observer is not None:
+            core.unclean_election_observer(len(unclean_written))
         results.update(written.failed)
         return results, [*verify, *written.bad_version]
 

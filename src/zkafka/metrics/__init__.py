@@ -23,15 +23,16 @@ piece is called from:
   batch headers; replica fetcher: `replicated` per appended partition;
 * ISR (`server/isr.py`): `..._isrshrinks_total` / `..._isrexpands_total` where an ISR change is
   written; replica manager and logs: scrape-time group callbacks;
-* controller: `activecontrollercount` and the global counts (`Controller.metrics_counts`), the
-  elections histogram and unclean counter through `Controller.set_election_observer`;
+* controller: `activecontrollercount` and the global counts (`Controller.metrics_counts`), its
+  state and queue size as gauges; each event's queue time and processing time by state (Kafka's
+  ControllerStats timers) and the unclean elections through `Controller.set_observers`;
 * ZooKeeper session: the latency histogram around each call on the session's thread
   (`ZkExecutor.observe_ms`), session state / expiry / disconnect from the session listener,
   `bad_znodes.decode_failures` as a callback;
 * lag: `server.lag_reporter.LagReporter` registers a group callback returning
   `lag.consumer_group_samples(...)` for the groups this broker coordinates and, on the active
   controller, the seeds' ZooKeeper groups;
-* quotas (not wired yet): the managers' `throttle_time_ms` / `throttled` dicts as callbacks.
+* quotas: each client quota's throttle totals (`ClientQuotas.throttle_totals`) as callbacks.
 """
 
 from zkafka.metrics.catalogue import BY_NAME, CATALOGUE, Kind, MetricDef

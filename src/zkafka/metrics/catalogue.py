@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-__all__ = ["BY_NAME", "CATALOGUE", "MS_BUCKETS", "SECONDS_BUCKETS", "Kind", "MetricDef"]
+__all__ = ["BY_NAME", "CATALOGUE", "MS_BUCKETS", "SECONDS_BUCKETS", "STATE_TIMERS", "Kind", "MetricDef"]
 
 
 class Kind(Enum):
@@ -56,6 +56,24 @@ RPM = "kafka_server_replicamanager_"
 FSC = "kafka_server_fetchsessioncache_"
 KC = "kafka_controller_kafkacontroller_"
 CS = "kafka_controller_controllerstats_"
+CEM = "kafka_controller_controllereventmanager_"
+STATE_TIMERS = (
+    # Kafka's ControllerStats timer of each controller state, in its value order (the broker change
+    # keeps the older name, LeaderElectionRateAndTimeMs)
+    ("controllerchangerateandtimems", "controller change (election, failover, resignation)"),
+    ("leaderelectionrateandtimems", "broker change (brokers gone or back, their leaders elected)"),
+    ("topicchangerateandtimems", "topic change (new topics or partitions brought online)"),
+    ("topicdeletionrateandtimems", "topic deletion step"),
+    ("partitionreassignmentrateandtimems", "partition reassignment step"),
+    ("autoleaderbalancerateandtimems", "periodic preferred-leader check"),
+    ("manualleaderbalancerateandtimems", "requested leader election"),
+    ("controlledshutdownrateandtimems", "broker's controlled shutdown"),
+    ("isrchangerateandtimems", "batch of ISR change notifications"),
+    ("leaderandisrresponsereceivedrateandtimems", "LeaderAndIsr response handled"),
+    ("logdirchangerateandtimems", "log dir failure notification"),
+    ("controllershutdownrateandtimems", "shutdown of the controller"),
+)
+"""(metric name after the prefix, what one observation times) for each controller state but idle."""
 
 CATALOGUE: tuple[MetricDef, ...] = tuple(
     _group(
@@ -192,10 +210,25 @@ CATALOGUE: tuple[MetricDef, ...] = tuple(
             "increase > 0: records acknowledged before the election may be gone",
         ),
         _m(
-            f"{CS}leaderelectionrateandtimems",
-            H,
+            f"{KC}controllerstate",
+            G,
             (),
-            "Leader elections made by this controller and their time (ms).",
+            "What the controller's event task is processing, Kafka's ControllerState: 0 idle, 1 controller "
+            "change, 2 broker change, 3 topic change, 4 topic deletion, 5 reassignment, 6 and 7 automatic "
+            "and requested leader balance, 8 controlled shutdown, 9 ISR change, 10 LeaderAndIsr response, "
+            "11 log dir change, 12 shutdown.",
+        ),
+        _m(
+            f"{CEM}eventqueuesize",
+            G,
+            (),
+            "Events waiting for the controller's event task.",
+            "> 100 for 5m on the active controller: it is falling behind, leader changes wait",
+        ),
+        _m(f"{CEM}eventqueuetimems", H, (), "Time (ms) each event waited in the controller's queue."),
+        *(
+            _m(f"{CS}{name}", H, (), f"Time (ms) the controller took for each {what}.")
+            for name, what in STATE_TIMERS
         ),
     )
     + _group(

@@ -1,5 +1,8 @@
 """`MetricsServer`: GET /metrics over plain asyncio, on the broker's own event loop.
 
+`GET /metrics?name[]=a&name[]=b` answers with those metrics only, as Prometheus' own client
+libraries do (names not in the catalogue give nothing; at most `MAX_NAMES` of them).
+
 Why not starlette/uvicorn: the endpoint answers one URL with one body; a raw server is ~100 lines, adds
 no dependency to the broker and no second HTTP stack to keep patched, and its hostile-input rules are
 all visible here:
@@ -16,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qs
 
 from zkafka.logs import RateLimitedLog
 from zkafka.metrics.exposition import CONTENT_TYPE
@@ -26,6 +30,7 @@ log = logging.getLogger("zkafka.metrics.http")
 limited = RateLimitedLog(log)
 
 MAX_HEAD = 8192
+MAX_NAMES = 256
 MAX_CONNECTIONS = 32
 READ_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 10.0
@@ -44,18 +49,21 @@ _REASONS = {
 class MetricsServer:
     def __init__(
         self,
-        render: Callable[[], str],
+        render: Callable[[frozenset[str] | None], str],
         host: str,
         port: int,
         *,
         refresh: Callable[[], Awaitable[None]] | None = None,
         refresh_timeout_s: float = 3.0,
+        refreshed: frozenset[str] = frozenset(),
     ) -> None:
         self.render = render
         # Values that need I/O to collect (consumer lag: other brokers' offsets) are brought up to
         # date before each render, within `refresh_timeout_s`; a refresh that fails or is late
-        # leaves the previous values in place, and the scrape is answered anyway.
+        # leaves the previous values in place, and the scrape is answered anyway. A scrape that
+        # names metrics (`name[]=`) waits for it only if it asks for one of `refreshed`.
         self.refresh = refresh
+        self.refreshed = refreshed
         self.refresh_timeout_s = refresh_timeout_s
         self.host = host
         self.port = port
@@ -120,9 +128,14 @@ class MetricsServer:
         method, target = parts[0], parts[1]
         if method != b"GET":
             return 405, b"only GET\n"
-        if target.split(b"?", 1)[0] != b"/metrics":
+        path, _, query = target.partition(b"?")
+        if path != b"/metrics":
             return 404, b"only /metrics\n"
-        if self.refresh is not None:
+        try:
+            names = _names_asked(query)
+        except ValueError as e:
+            return 400, f"{e}\n".encode()
+        if self.refresh is not None and (names is None or not names.isdisjoint(self.refreshed)):
             try:
                 await asyncio.wait_for(self.refresh(), self.refresh_timeout_s)
             except Exception as e:  # ZooKeeper or another broker away: one line a minute, not per scrape
@@ -132,7 +145,7 @@ class MetricsServer:
                     e,
                 )
         try:
-            body = self.render().encode()
+            body = self.render(names).encode()
         except Exception:  # a bug in a metric's owner; the endpoint stays up and says so
             log.exception("rendering /metrics failed")
             return 500, b"rendering metrics failed; see the broker log\n"
@@ -146,3 +159,20 @@ class MetricsServer:
         )
         writer.write(head.encode() + body)
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+
+
+def _names_asked(query: bytes) -> frozenset[str] | None:
+    """The metric names a scrape's query asks for (`name[]=...`, repeated), None for all of them."""
+    if not query:
+        return None
+    try:
+        # not strict: a scraper's other parameters, however odd, are not ours to refuse
+        fields = parse_qs(query.decode("ascii"), errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("bad query string") from None
+    names = fields.get("name[]")
+    if names is None:
+        return None
+    if len(names) > MAX_NAMES:
+        raise ValueError(f"at most {MAX_NAMES} name[] values")
+    return frozenset(names)

@@ -51,7 +51,7 @@ from zkafka.server.coordinator_service import CoordinatorService
 from zkafka.server.dynamic_config import DynamicBrokerConfig, startup_config
 from zkafka.server.fetch_sessions import FetchSessionCache
 from zkafka.server.isr import IsrManager
-from zkafka.server.lag_reporter import LagReporter
+from zkafka.server.lag_reporter import LAG_METRICS, LagReporter
 from zkafka.server.listeners import Listeners
 from zkafka.server.log_dir_failure import LogDirFailures, stop_replicas_in
 from zkafka.server.log_maintenance import open_logs, schedule_log_maintenance
@@ -265,7 +265,7 @@ class Broker:
         register_replica_gauges(registry, self.replicas)
         if self.services is not None and self.services.fetch_sessions is not None:
             register_fetch_session_metrics(registry, self.services.fetch_sessions)
-        self.controller.set_election_observer(register_controller_metrics(registry, self.controller))
+        self.controller.set_observers(*register_controller_metrics(registry, self.controller))
         if self.services is not None and self.services.quotas is not None:
             register_quota_metrics(registry, self.services.quotas.throttle_totals)
         self.lag_reporter = lag = LagReporter(
@@ -276,7 +276,9 @@ class Broker:
             self.zk,
             self._own_plaintext_bootstrap,
         )
-        self.metrics_endpoint = MetricsEndpoint(registry, self.config.metrics_listener, lag.refresh)
+        self.metrics_endpoint = MetricsEndpoint(
+            registry, self.config.metrics_listener, lag.refresh, frozenset(LAG_METRICS)
+        )
         await self.metrics_endpoint.start()
 
     def _own_plaintext_bootstrap(self) -> str | None:

@@ -8,8 +8,10 @@ read when Prometheus scrapes, from callbacks registered here:
 * replica manager: under-replicated, under-min-ISR, partition and leader counts; the size, start and
   end offset of every local log;
 * controller: active controller count (1 on the controller only), and, from the active controller,
-  offline partitions, preferred-replica imbalance, partition and topic counts; its elections come in
-  through `Controller.set_election_observer`;
+  offline partitions, preferred-replica imbalance, partition and topic counts; the state of its
+  event task and its queue; the time of each event by state (Kafka's ControllerStats timers, the
+  broker change's LeaderElectionRateAndTimeMs among them), its queue time and unclean elections
+  come in through `Controller.set_observers`;
 * ZooKeeper: the latency of every call on the session's thread, the session state, expirations and
   disconnections, bad znodes;
 * process_* gauges.
@@ -23,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from zkafka.controller.events import ControllerState
 from zkafka.metrics import Registry
 from zkafka.metrics.address import parse_metrics_listener
 from zkafka.metrics.broker import RequestMetrics, TopicMetrics
@@ -43,6 +46,7 @@ BTM = "kafka_server_brokertopicmetrics_"
 RPM = "kafka_server_replicamanager_"
 KC = "kafka_controller_kafkacontroller_"
 CS = "kafka_controller_controllerstats_"
+CEM = "kafka_controller_controllereventmanager_"
 ZK_LATENCY = "kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms"
 SESSION = "kafka_server_sessionexpirelistener_"
 
@@ -206,12 +210,33 @@ def register_fetch_session_metrics(registry: Registry, cache: FetchSessionCache)
 
 class ControllerGauges(Protocol):
     """What the controller module reports: `metrics_counts()` is (offline partitions,
-    preferred-replica imbalance, partitions, topics) while it is active, else None."""
+    preferred-replica imbalance, partitions, topics) while it is active, else None; `state` what its
+    event task is processing, `queue_size` the events waiting for it."""
 
     @property
     def is_active(self) -> bool: ...
 
+    @property
+    def state(self) -> ControllerState: ...
+
+    @property
+    def queue_size(self) -> int: ...
+
     def metrics_counts(self) -> tuple[int, int, int, int] | None: ...
+
+
+_TIMER_NAMES = {
+    # Kafka kept these two states' older timer names
+    ControllerState.BROKER_CHANGE: "leaderelection",
+    ControllerState.ALTER_PARTITION_REASSIGNMENT: "partitionreassignment",
+}
+
+
+def state_timer(state: ControllerState) -> str:
+    """The ControllerStats timer of a controller state: Kafka's `<State>RateAndTimeMs`, as the JMX
+    exporter names it."""
+    name = _TIMER_NAMES.get(state) or state.name.replace("_", "").lower()
+    return f"{CS}{name}rateandtimems"
 
 
 QUOTA_THROTTLE_MS = "kafka_server_clientquota_throttletimems_total"
@@ -234,9 +259,9 @@ def register_quota_metrics(registry: Registry, totals: Callable[[], ThrottleTota
 
 def register_controller_metrics(
     registry: Registry, controller: ControllerGauges
-) -> Callable[[float, bool], None]:
-    """The controller's gauges as callbacks; returns the election observer (elapsed ms, unclean) for
-    `Controller.set_election_observer`."""
+) -> tuple[Callable[[ControllerState, float, float], None], Callable[[int], None]]:
+    """The controller's gauges as callbacks; returns its observers for `Controller.set_observers`:
+    of each event (state, ms queued, ms processing) and of unclean elections (how many)."""
 
     def gauges() -> dict[str, list[tuple[tuple[str, ...], float]]]:
         counts = controller.metrics_counts()
@@ -245,6 +270,8 @@ def register_controller_metrics(
             f"{KC}activecontrollercount": [((), 1 if controller.is_active else 0)],
             f"{KC}offlinepartitionscount": [((), offline)],
             f"{KC}preferredreplicaimbalancecount": [((), imbalance)],
+            f"{KC}controllerstate": [((), int(controller.state))],
+            f"{CEM}eventqueuesize": [((), controller.queue_size)],
         }
         if counts is not None:  # the cluster-wide counts only from the one that knows them
             out[f"{KC}globalpartitioncount"] = [((), partitions)]
@@ -258,18 +285,25 @@ def register_controller_metrics(
             f"{KC}preferredreplicaimbalancecount",
             f"{KC}globalpartitioncount",
             f"{KC}globaltopiccount",
+            f"{KC}controllerstate",
+            f"{CEM}eventqueuesize",
         ],
         gauges,
     )
-    elections = registry.histogram(f"{CS}leaderelectionrateandtimems")
+    queue_time = registry.histogram(f"{CEM}eventqueuetimems")
+    timers = {s: registry.histogram(state_timer(s)) for s in ControllerState if s is not ControllerState.IDLE}
     unclean = registry.counter(f"{CS}uncleanleaderelections_total")
 
-    def elected(elapsed_ms: float, was_unclean: bool) -> None:
-        elections.observe((), elapsed_ms)
-        if was_unclean:
-            unclean.inc()
+    def processed(state: ControllerState, queued_ms: float, processing_ms: float) -> None:
+        queue_time.observe((), queued_ms)
+        timer = timers.get(state)
+        if timer is not None:
+            timer.observe((), processing_ms)
 
-    return elected
+    def elected_unclean(n: int) -> None:
+        unclean.inc((), n)
+
+    return processed, elected_unclean
 
 
 class ZooKeeperMetrics:
@@ -301,17 +335,27 @@ class ZooKeeperMetrics:
 
 class MetricsEndpoint:
     """GET /metrics on `metrics.listener`: a scrape first lets `refresh` (consumer lag, which needs
-    other brokers' offsets) update what it reports, bounded by `REFRESH_TIMEOUT_S`, then renders."""
+    other brokers' offsets) update what it reports, the `refreshed` metrics, bounded by
+    `REFRESH_TIMEOUT_S`, then renders."""
 
     REFRESH_TIMEOUT_S = 3.0
 
     def __init__(
-        self, registry: Registry, listener: str, refresh: Callable[[], Awaitable[None]] | None = None
+        self,
+        registry: Registry,
+        listener: str,
+        refresh: Callable[[], Awaitable[None]] | None = None,
+        refreshed: frozenset[str] = frozenset(),
     ) -> None:
         host, port = parse_metrics_listener(listener)
         register_process_metrics(registry)
         self.server = MetricsServer(
-            registry.render, host, port, refresh=refresh, refresh_timeout_s=self.REFRESH_TIMEOUT_S
+            registry.render,
+            host,
+            port,
+            refresh=refresh,
+            refresh_timeout_s=self.REFRESH_TIMEOUT_S,
+            refreshed=refreshed,
         )
 
     async def start(self) -> int:
