@@ -163,29 +163,45 @@ def create_topics(bootstrap: str, names: list[str], partitions: int, rf: int, ba
             f.result(600)
 
 
-def controller_timers(metrics_url: str, states: list[str]) -> dict[str, tuple[int, float]]:
+def controller_timers(
+    metrics_url: str, states: list[str], settle_s: float = 120.0
+) -> dict[str, tuple[int, float]]:
     """state -> (events processed, seconds in them) so far of the broker's controller, from Kafka's
     ControllerStats timers (`kafka_controller_controllerstats_<state>rateandtimems`, e.g. "topicchange",
-    "leaderelection" for a broker change, "controlledshutdown"). The scrape names them (`name[]=`), so
-    the broker does not render its per-partition gauges for it; empty if it cannot be read."""
+    "leaderelection" for a broker change, "controlledshutdown"), read once the controller is idle
+    (nothing in process, nothing queued; at most `settle_s` later): an event goes on after the
+    moment a benchmark times (a dead broker's event takes it out of the ISRs it was a follower in
+    after its leaders are elected). The scrape names its metrics (`name[]=`), so the broker does not
+    render its per-partition gauges for it. Empty if the broker cannot be read."""
     from prometheus_client.parser import text_string_to_metric_families
 
     names = {f"kafka_controller_controllerstats_{s}rateandtimems": s for s in states}
-    query = urllib.parse.urlencode([("name[]", n) for n in names])
-    try:
-        with urllib.request.urlopen(f"{metrics_url}?{query}", timeout=30) as response:
-            text = response.read().decode()
-    except OSError:
-        return {}
-    found = {s: [0, 0.0] for s in states}
-    for family in text_string_to_metric_families(text):
-        state = names.get(family.name)
-        for sample in family.samples if state is not None else ():
-            if sample.name.endswith("_count"):
-                found[state][0] = int(sample.value)
-            elif sample.name.endswith("_sum"):
-                found[state][1] = sample.value / 1000
-    return {s: (n, secs) for s, (n, secs) in found.items()}
+    idle = (
+        "kafka_controller_kafkacontroller_controllerstate",
+        "kafka_controller_controllereventmanager_eventqueuesize",
+    )
+    query = urllib.parse.urlencode([("name[]", n) for n in (*names, *idle)])
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{metrics_url}?{query}", timeout=30) as response:
+                text = response.read().decode()
+        except OSError:
+            return {}
+        found = {s: [0, 0.0] for s in states}
+        busy = 0.0
+        for family in text_string_to_metric_families(text):
+            state = names.get(family.name)
+            for sample in family.samples:
+                if family.name in idle:
+                    busy += sample.value
+                elif state is not None and sample.name.endswith("_count"):
+                    found[state][0] = int(sample.value)
+                elif state is not None and sample.name.endswith("_sum"):
+                    found[state][1] = sample.value / 1000
+        if not busy or time.monotonic() > deadline:
+            return {s: (n, secs) for s, (n, secs) in found.items()}
+        time.sleep(0.2)
 
 
 def timers_since(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> str:
