@@ -314,6 +314,29 @@ def test_records_are_kafka_formats(h: Harness) -> None:
     run(main())
 
 
+def test_a_retention_of_long_max_keeps_the_offset_for_ever(h: Harness) -> None:
+    """OffsetCommit v2-v4's retention_time_ms may be Long.MAX (found by the wire fuzzer, seed 51177):
+    the expiry is capped at what the record's int64 holds instead of failing the commit (which
+    closed the client's connection) or wrapping negative (expired at once, as Kafka's would)."""
+
+    async def main() -> None:
+        c = await h.start()
+        long_max = (1 << 63) - 1
+        assert await c.commit_offsets(
+            "keep", "", None, -1, {TP0: CommitRequest(7)}, retention_ms=long_max
+        ) == {TP0: E.NONE}
+        assert c.fetch_offsets("keep", [TP0])[1][TP0].offset == 7
+        [value] = [
+            d
+            for d in (decode_record(k, v) for k, v in h.records(c.partition_for("keep")))
+            if d["key_version"] == 1
+        ]
+        assert value["expire_timestamp"] == long_max
+        assert await c.expire_offsets() == 0
+
+    run(main())
+
+
 def test_static_member_rejoin_and_v3_record(h: Harness) -> None:
     async def main() -> None:
         c = await h.start()

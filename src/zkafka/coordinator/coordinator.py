@@ -49,6 +49,7 @@ from zkafka.protocol.groups.formats import (
     encode_offset_value,
 )
 from zkafka.protocol.groups.partitioning import offsets_partition_for
+from zkafka.records.varint import INT64_MAX
 from zkafka.storage.naming import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -288,7 +289,9 @@ class GroupCoordinator(GroupMembership, TransactionalOffsets):
         self, group: Group, offsets: dict[TopicPartition, CommitRequest], retention_ms: int
     ) -> dict[TopicPartition, ErrorCode]:
         now = self.now_ms()
-        expire = None if retention_ms < 0 else now + retention_ms
+        # a retention up to Long.MAX is a valid request ("keep it for ever"): the sum is capped at
+        # what the record's int64 holds, where Kafka's would wrap negative and expire at once
+        expire = None if retention_ms < 0 else min(now + retention_ms, INT64_MAX)
         values = {
             tp: OffsetAndMetadata(
                 req.offset,
