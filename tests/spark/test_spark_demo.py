@@ -62,6 +62,10 @@ def test_demo_output_reads_well_in_a_log(tmp_path: Path) -> None:
     assert any(ln.endswith("── … 50 children (0 … 49), not shown") for ln in tree), "\n".join(tree)
     assert len(tree) < 80, "\n".join(tree)
     assert "every acknowledged record was read back" in out
+    # the controller's ControllerStats timers: the demo's topics were each a topic change
+    first = lines.index(next(ln for ln in lines if ln.startswith("the controller's events (broker ")))
+    events = lines[first : lines.index(next(ln for ln in lines[first:] if ln.startswith("consumer lag, as")))]
+    assert any(re.match(r"│ topicchange\s+│\s+[1-9]", ln) for ln in events), "\n".join(events)
     assert "OK   every window of the streaming job matches the produced events" in out
     status = _section(lines, "7. zkafka cluster status", "8. ")
     assert any("PLAINTEXT://127.0.0.1:" in ln and "SASL_SSL://127.0.0.1:" in ln for ln in status), status

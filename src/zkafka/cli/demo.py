@@ -4,14 +4,14 @@ An embedded ZooKeeper and a 3-broker cluster are started as real processes; a re
 is created through the CLI; records are produced and consumed with zkafka's client and the
 console tools; then the evidence is printed: per-partition counts, one partition's log
 directory as Kafka lays it out, both kinds of consumer group with live figures from every broker's
-/metrics (under-replicated partitions, bytes and records in, the groups' lag as the brokers report
-it), the ZooKeeper tree in Kafka's layout (a znode with many children, such as
-`__consumer_offsets`' 50 partitions, summarised on one line), `cluster status`, the clickstream
-pipeline on Spark, security (the cluster runs with `cluster up --security`: SCRAM users, ACLs and
-one allowed and one refused client on the SASL_SSL listener, `zkafka.cli.demo_security`), and
-`zkafka doctor`'s check of the whole cluster, and the URL the web console (which `cluster up`
-starts) was served on while the demo ran. Everything started is stopped
-at the end, also on errors and Ctrl-C. The output follows the CLI's console policy
+/metrics (under-replicated partitions, bytes and records in, the controller's events by kind and
+their time, the groups' lag as the brokers report it), the ZooKeeper tree in Kafka's layout (a
+znode with many children, such as `__consumer_offsets`' 50 partitions, summarised on one line),
+`cluster status`, the clickstream pipeline on Spark, security (the cluster runs with `cluster up
+--security`: SCRAM users, ACLs and one allowed and one refused client on the SASL_SSL listener,
+`zkafka.cli.demo_security`), and `zkafka doctor`'s check of the whole cluster, and the URL the web
+console (which `cluster up` starts) was served on while the demo ran. Everything started is
+stopped at the end, also on errors and Ctrl-C. The output follows the CLI's console policy
 (`zkafka.cli.output`): redirected into a CI log it is neither wrapped nor coloured.
 """
 
@@ -278,6 +278,30 @@ def _demo(console: Console, directory: Path, args: argparse.Namespace) -> None:
         console.print(f"\nthe web console served this cluster at {cluster.ui_url} while the demo ran")
 
 
+def _one(samples: list, name: str, **labels: str) -> float:
+    """The sum of the scraped samples of `name` whose labels include `labels`."""
+    return sum(s.value for s in samples if s.name == name and labels.items() <= s.labels.items())
+
+
+def _controller_events(console: Console, per_broker: dict) -> None:
+    """What the active controller spent its time on, from Kafka's ControllerStats timers."""
+    prefix, suffix = "kafka_controller_controllerstats_", "rateandtimems"
+    for bid, samples in per_broker.items():
+        if not _one(samples, "kafka_controller_kafkacontroller_activecontrollercount"):
+            continue
+        events = Table(title=f"the controller's events (broker {bid}; kafka_controller_controllerstats_*)")
+        events.add_column("event")
+        for col in ("processed", "total ms", "mean ms"):
+            events.add_column(col, justify="right")
+        for s in samples:
+            if s.name.startswith(prefix) and s.name.endswith(f"{suffix}_count") and s.value > 0:
+                state = s.name[len(prefix) : -len(f"{suffix}_count")]
+                total_ms = _one(samples, f"{prefix}{state}{suffix}_sum")
+                shown = "leaderelection (broker change)" if state == "leaderelection" else state
+                events.add_row(shown, f"{s.value:,.0f}", f"{total_ms:,.1f}", f"{total_ms / s.value:,.1f}")
+        print_table(console, events)
+
+
 def _live_metrics(console: Console, cluster: LocalCluster) -> None:
     """A few live figures from every broker's /metrics: replication health, what came in, and the
     demo groups' lag as the brokers themselves report it (no exporter)."""
@@ -293,9 +317,6 @@ def _live_metrics(console: Console, cluster: LocalCluster) -> None:
     if not per_broker:
         return
 
-    def one(samples: list, name: str, **labels: str) -> float:
-        return sum(s.value for s in samples if s.name == name and labels.items() <= s.labels.items())
-
     brokers = Table(title="live from each broker's /metrics (URLs in `cluster status`)")
     for col in (
         "broker",
@@ -310,14 +331,15 @@ def _live_metrics(console: Console, cluster: LocalCluster) -> None:
     for bid, samples in per_broker.items():
         brokers.add_row(
             str(bid),
-            "yes" if one(samples, "kafka_controller_kafkacontroller_activecontrollercount") else "",
-            f"{one(samples, 'kafka_server_replicamanager_underreplicatedpartitions'):.0f}",
-            f"{one(samples, 'kafka_server_replicamanager_leadercount'):.0f}",
-            f"{one(samples, 'kafka_server_brokertopicmetrics_bytesin_total', topic=TOPIC) / 1e6:.2f}",
-            f"{one(samples, 'kafka_server_brokertopicmetrics_messagesin_total', topic=TOPIC):,.0f}",
-            f"{one(samples, 'kafka_server_brokertopicmetrics_bytesout_total') / 1e6:.2f}",
+            "yes" if _one(samples, "kafka_controller_kafkacontroller_activecontrollercount") else "",
+            f"{_one(samples, 'kafka_server_replicamanager_underreplicatedpartitions'):.0f}",
+            f"{_one(samples, 'kafka_server_replicamanager_leadercount'):.0f}",
+            f"{_one(samples, 'kafka_server_brokertopicmetrics_bytesin_total', topic=TOPIC) / 1e6:.2f}",
+            f"{_one(samples, 'kafka_server_brokertopicmetrics_messagesin_total', topic=TOPIC):,.0f}",
+            f"{_one(samples, 'kafka_server_brokertopicmetrics_bytesout_total') / 1e6:.2f}",
         )
     print_table(console, brokers)
+    _controller_events(console, per_broker)
     lag = Table(title="consumer lag, as the brokers report it (kafka_consumergroup_*)")
     for col in ("group", "reported by broker", "lag (records)", "oldest unconsumed (s)"):
         lag.add_column(col, justify="right")
