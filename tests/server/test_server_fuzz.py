@@ -19,6 +19,7 @@ import itertools
 import random
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,10 +46,13 @@ from zkafka.protocol.messages import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    FindCoordinatorRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
 )
 from zkafka.testing.cluster import running_cluster
 from zkafka.testing.fuzz import FUZZ_BROKER_OVERRIDES, FuzzConfig, Fuzzer, Report, prepare, target_of
@@ -60,6 +64,9 @@ from zkafka.zk.client import KafkaZkClient
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 
 ILLEGAL_NAMES = ["..", ".", "a/b", "../../brokers", "", "\x00", "with space"]
 TOPIC_RESOURCE = 2
@@ -334,6 +341,39 @@ def test_pipelined_requests_cut_short_leave_no_coroutine_unawaited(cluster: Loca
     log = cluster.brokers[1].log_path.read_text(errors="replace")
     assert "was never awaited" not in log
     assert "Task exception was never retrieved" not in log
+
+
+def test_offset_commit_keeping_offsets_for_a_long_max_retention(cluster: LocalCluster) -> None:
+    """Found by seed 51177, case 13828 (OffsetCommit v3 with retention_time_ms = Long.MAX): the
+    commit time plus the retention overflowed the offset record's int64 expiry, the record failed
+    to encode, a traceback was logged and the connection closed. The expiry is capped now."""
+    from zkafka.client.admin import AdminClient
+
+    async def create() -> None:
+        async with AdminClient(cluster.bootstrap_servers) as admin:
+            await admin.create_topic("fuzz-retention", 1, 1)
+
+    asyncio.run(create())
+    port = cluster.brokers[1].port
+    before = len(_tracebacks(cluster))
+    P, T = OffsetCommitRequest.OffsetCommitRequestPartition, OffsetCommitRequest.OffsetCommitRequestTopic
+    commit = OffsetCommitRequest(
+        group_id="fuzz-retention",
+        retention_time_ms=(1 << 63) - 1,
+        topics=[T(name="fuzz-retention", partitions=[P(partition_index=0, committed_offset=5)])],
+    )
+    deadline = time.monotonic() + 30
+    while True:  # the group's __consumer_offsets partition may still be on its way
+        _call(port, FindCoordinatorRequest(key="fuzz-retention"), 1)
+        resp = _call(port, commit, 3)
+        assert isinstance(resp, OffsetCommitResponse)
+        [(partition, error)] = [(p.partition_index, p.error_code) for t in resp.topics for p in t.partitions]
+        if error not in (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR):
+            break
+        assert time.monotonic() < deadline, f"the group's coordinator never came up ({error})"
+        time.sleep(0.2)
+    assert (partition, error) == (0, NONE)
+    assert len(_tracebacks(cluster)) == before
 
 
 def _metadata_answers(port: int) -> bool:
