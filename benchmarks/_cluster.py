@@ -163,52 +163,54 @@ def create_topics(bootstrap: str, names: list[str], partitions: int, rf: int, ba
             f.result(600)
 
 
-def controller_timers(
-    metrics_url: str, states: list[str], settle_s: float = 120.0
-) -> dict[str, tuple[int, float]]:
-    """state -> (events processed, seconds in them) so far of the broker's controller, from Kafka's
-    ControllerStats timers (`kafka_controller_controllerstats_<state>rateandtimems`, e.g. "topicchange",
-    "leaderelection" for a broker change, "controlledshutdown"), read once the controller is idle
-    (nothing in process, nothing queued; at most `settle_s` later): an event goes on after the
-    moment a benchmark times (a dead broker's event takes it out of the ISRs it was a follower in
-    after its leaders are elected). The scrape names its metrics (`name[]=`), so the broker does not
-    render its per-partition gauges for it. Empty if the broker cannot be read."""
+def controller_timer(metrics_url: str, state: str, settle_s: float = 120.0) -> tuple[int, float] | None:
+    """(events processed, seconds in them) so far of one of the broker's controller states, from
+    Kafka's ControllerStats timers (`kafka_controller_controllerstats_<state>rateandtimems`, e.g.
+    "topicchange", "leaderelection" for a broker change, "controlledshutdown"), read once the
+    controller is idle (nothing in process, nothing queued; at most `settle_s` later): an event goes
+    on after the moment a benchmark times (a dead broker's event takes it out of the ISRs it was a
+    follower in after its leaders are elected). The scrape names its metrics (`name[]=`), so the
+    broker does not render its per-partition gauges for it. None if the broker cannot be read."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    names = {f"kafka_controller_controllerstats_{s}rateandtimems": s for s in states}
+    timer = f"kafka_controller_controllerstats_{state}rateandtimems"
     idle = (
         "kafka_controller_kafkacontroller_controllerstate",
         "kafka_controller_controllereventmanager_eventqueuesize",
     )
-    query = urllib.parse.urlencode([("name[]", n) for n in (*names, *idle)])
+    query = urllib.parse.urlencode([("name[]", n) for n in (timer, *idle)])
     deadline = time.monotonic() + settle_s
     while True:
         try:
             with urllib.request.urlopen(f"{metrics_url}?{query}", timeout=30) as response:
                 text = response.read().decode()
         except OSError:
-            return {}
-        found = {s: [0, 0.0] for s in states}
-        busy = 0.0
+            return None
+        events, seconds, busy = 0, 0.0, 0.0
         for family in text_string_to_metric_families(text):
-            state = names.get(family.name)
             for sample in family.samples:
                 if family.name in idle:
                     busy += sample.value
-                elif state is not None and sample.name.endswith("_count"):
-                    found[state][0] = int(sample.value)
-                elif state is not None and sample.name.endswith("_sum"):
-                    found[state][1] = sample.value / 1000
+                elif family.name == timer and sample.name.endswith("_count"):
+                    events = int(sample.value)
+                elif family.name == timer and sample.name.endswith("_sum"):
+                    seconds = sample.value / 1000
         if not busy or time.monotonic() > deadline:
-            return {s: (n, secs) for s, (n, secs) in found.items()}
+            return events, seconds
         time.sleep(0.2)
 
 
-def timers_since(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> str:
-    """What a controller did between two `controller_timers` readings, for a figure's note."""
-    parts = []
-    for state, (n, secs) in after.items():
-        n0, secs0 = before.get(state, (0, 0.0))
-        if n > n0:
-            parts.append(f"{state} {n - n0} event(s) {secs - secs0:.2f} s")
-    return "controller: " + (", ".join(parts) if parts else "no events timed")
+class ControllerWork:
+    """A controller's events of one state over a benchmark's phase: read at the start, `note()`
+    after it for the figure ("controller: topicchange 10 event(s) 12.37 s")."""
+
+    def __init__(self, metrics_url: str, state: str) -> None:
+        self.metrics_url, self.state = metrics_url, state
+        self.before = controller_timer(metrics_url, state) or (0, 0.0)
+
+    def note(self) -> str:
+        after = controller_timer(self.metrics_url, self.state)
+        if after is None or after[0] <= self.before[0]:
+            return "controller: no events timed"
+        (n0, seconds0), (n, seconds) = self.before, after
+        return f"controller: {self.state} {n - n0} event(s) {seconds - seconds0:.2f} s"

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from _cluster import (
+    ControllerWork,
     CpuSampler,
-    controller_timers,
     cpu_seconds,
     create_topics,
     open_fds,
@@ -64,7 +64,6 @@ from _cluster import (
     read_states,
     rss_bytes,
     state_path,
-    timers_since,
     watch_deletion,
 )
 from rich.console import Console
@@ -422,7 +421,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
             zk_pid = zkserver.process.pid if zkserver.process is not None else None
             cpu_pids = {**{f"b{b}": pid for b, pid in pids.items()}, **({"zk": zk_pid} if zk_pid else {})}
             cpu_before = {k: cpu_seconds(pid) for k, pid in cpu_pids.items()}
-            timers_before = controller_timers(cluster.brokers[controller].metrics, ["topicchange"])
+            topic_changes = ControllerWork(cluster.brokers[controller].metrics, "topicchange")
             with profiled(args, f"{total}-create", {f"b{b}": pid for b, pid in pids.items()}):
                 started = time.time()
                 t0 = time.perf_counter()
@@ -441,9 +440,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 total / led,
                 "partitions/s",
                 CREATE_AIM,
-                note=timers_since(
-                    timers_before, controller_timers(cluster.brokers[controller].metrics, ["topicchange"])
-                ),
+                note=topic_changes.note(),
             )
             brokers_cpu = sum(v for k, v in cpu.items() if k != "zk")
             run.add(
@@ -487,8 +484,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 held = [p for p, s in states.items() if controller in s["isr"]]
                 console.print(f"[{total:,}] SIGKILL controller {controller} (leads {len(victim_paths):,})")
                 survivors = {f"b{b}": cluster.brokers[b].pid for b in cluster.brokers if b != controller}
-                changes_before = {
-                    b: controller_timers(cluster.brokers[b].metrics, ["controllerchange"])
+                changes = {
+                    b: ControllerWork(cluster.brokers[b].metrics, "controllerchange")
                     for b in cluster.brokers
                     if b != controller
                 }
@@ -509,10 +506,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     "s",
                     FAILOVER_AIM_S,
                     False,
-                    note=timers_since(
-                        changes_before.get(winner, {}),
-                        controller_timers(cluster.brokers[winner].metrics, ["controllerchange"]),
-                    ),
+                    note=changes[winner].note(),
                 )
                 if "startup" not in args.skip:
                     console.print(f"[{total:,}] restarting broker {controller} (recovery after SIGKILL)")
@@ -550,7 +544,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 profile = {
                     ("controller" if b == controller else f"b{b}"): cluster.brokers[b].pid for b in survivors
                 }
-                elections_before = controller_timers(cluster.brokers[controller].metrics, ["leaderelection"])
+                broker_changes = ControllerWork(cluster.brokers[controller].metrics, "leaderelection")
                 with (
                     profiled(args, f"{total}-brokerkill", profile),
                     CpuSampler(controller_pid) as controller_cpu,
@@ -582,10 +576,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     BROKER_KILL_AIM_S,
                     False,
                     note=f"controller CPU {controller_cpu.between(expired.result(5), last):.2f} s; "
-                    + timers_since(
-                        elections_before,
-                        controller_timers(cluster.brokers[controller].metrics, ["leaderelection"]),
-                    ),
+                    + broker_changes.note(),
                 )
                 run.add(
                     f"broker SIGKILL: session expired to the new leaders of all {len(moved):,} serving",
@@ -624,8 +615,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     "controller": cluster.brokers[controller].pid,
                     "victim": cluster.brokers[victim].pid,
                 }
-                controller_url = cluster.brokers[controller].metrics
-                shutdowns_before = controller_timers(controller_url, ["controlledshutdown"])
+                shutdowns = ControllerWork(cluster.brokers[controller].metrics, "controlledshutdown")
                 with profiled(args, f"{total}-shutdown", profile):
                     signalled = time.time()
                     t0 = time.perf_counter()
@@ -651,9 +641,7 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     len(moved) / max(last, 1e-3),
                     "/s",
                     SHUTDOWN_AIM,
-                    note=timers_since(
-                        shutdowns_before, controller_timers(controller_url, ["controlledshutdown"])
-                    ),
+                    note=shutdowns.note(),
                 )
                 run.add("controlled shutdown: signal to exit", to_exit, "s", note="" if exited else "killed")
                 if "startup" not in args.skip:
