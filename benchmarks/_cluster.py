@@ -208,6 +208,23 @@ class ControllerWork:
         self.metrics_url, self.state = metrics_url, state
         self.before = controller_timer(metrics_url, state) or (0, 0.0)
 
+    def wait_done(self, timeout: float) -> bool:
+        """Block until the controller has finished an event of this state since the start (and is
+        idle), at most `timeout` seconds: a cheap named scrape every 0.2 s, where polling
+        ZooKeeper's 33,000 states would take the CPU of the very work being timed. False if none
+        ended in time or the broker cannot be read."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = controller_timer(
+                self.metrics_url, self.state, settle_s=max(0.0, deadline - time.monotonic())
+            )
+            if now is None:
+                return False
+            if now[0] > self.before[0]:
+                return True
+            time.sleep(0.2)
+        return False
+
     def note(self) -> str:
         after = controller_timer(self.metrics_url, self.state)
         if after is None or after[0] <= self.before[0]:

@@ -202,12 +202,18 @@ def wait_full_isr(zk: KafkaZkClient, paths: list[str], rf: int, timeout: float) 
 
 
 def wait_moved(
-    zk: KafkaZkClient, paths: list[str], away_from: int, timeout: float, later: list[str] | None = None
+    zk: KafkaZkClient,
+    paths: list[str],
+    away_from: int,
+    timeout: float,
+    later: list[str] | None = None,
+    new_leaders: dict[int, int] | None = None,
 ) -> dict[str, float]:
     """path -> mtime of the write that moved its leader away from `away_from` (polled). A state
     first seen with `away_from` back in its ISR was written again after the move (the new leader
     re-admitted the follower, or the controller took it out later): its mtime is that later
-    write's, and the path goes to `later` when given."""
+    write's, and the path goes to `later` when given. `new_leaders`, when given, counts the moved
+    partitions by the broker now leading them."""
     pending = set(paths)
     moved: dict[str, float] = {}
     deadline = time.monotonic() + timeout
@@ -218,6 +224,8 @@ def wait_moved(
                 moved[path] = state["mtime"]
                 if later is not None and away_from in state["isr"]:
                     later.append(path)
+                if new_leaders is not None:
+                    new_leaders[state["leader"]] = new_leaders.get(state["leader"], 0) + 1
         if pending:
             time.sleep(0.1)
     if pending:
@@ -231,33 +239,43 @@ LEADER_AND_ISR_LINE = re.compile(
 )
 
 
-def wait_leaders_applied(logs: list[Path], offsets: list[int], expected: int, timeout: float) -> float:
-    """Wall time at which the brokers writing `logs` had, between them, become leader of `expected`
-    partitions, read from their logs' one line per applied LeaderAndIsr ("leader of N
-    partition(s)"), past `offsets` (each log's size before the kill). The line is written once the
-    request is applied: from then on the new leader answers produce and fetch requests. Reading
-    logs costs the brokers nothing, where polling their Metadata or /metrics at 100,000
-    partitions would take CPU from the very work being timed."""
+def wait_leaders_applied(
+    logs: dict[int, Path], offsets: dict[int, int], expected: dict[int, int], timeout: float
+) -> float:
+    """Wall time at which every broker in `expected` had become leader of as many partitions as it
+    names, read from its log's one line per applied LeaderAndIsr ("leader of N partition(s)"),
+    past `offsets` (each log's size before the kill). The line is written once the request is
+    applied: from then on the new leader answers produce and fetch requests. Counted per broker,
+    each up to its own number: the controller's later LeaderAndIsr requests (the dead broker taken
+    out of the ISRs it followed, a new leader epoch each) log "leader of" lines too, after the
+    elections' on each broker, and must not stand in for another broker's election. Reading logs
+    costs the brokers nothing, where polling their Metadata or /metrics at 100,000 partitions
+    would take CPU from the very work being timed."""
     deadline = time.monotonic() + timeout
-    positions = list(offsets)
-    led, last = 0, 0.0
+    positions = dict(offsets)
+    led = dict.fromkeys(expected, 0)
+    reached: dict[int, float] = {}
     while True:
-        for i, log_path in enumerate(logs):
+        for broker, log_path in logs.items():
+            if broker not in expected or broker in reached:
+                continue
             with open(log_path, "rb") as f:
-                f.seek(positions[i])
+                f.seek(positions[broker])
                 for line in f:
                     if not line.endswith(b"\n"):
                         break  # still being written: read it whole at the next poll
-                    positions[i] += len(line)
+                    positions[broker] += len(line)
                     m = LEADER_AND_ISR_LINE.match(line)
                     if m:
-                        led += int(m.group(3))
-                        stamp = time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
-                        last = max(last, stamp + int(m.group(2)) / 1000)
-        if led >= expected:
-            return last
+                        led[broker] += int(m.group(3))
+                        if led[broker] >= expected[broker]:
+                            stamp = time.mktime(time.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S"))
+                            reached[broker] = stamp + int(m.group(2)) / 1000
+                            break
+        if len(reached) == len(expected):
+            return max(reached.values())
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the new leaders logged {led:,} of {expected:,} after {timeout:.0f} s")
+            raise TimeoutError(f"the new leaders logged {led} of {expected} after {timeout:.0f} s")
         time.sleep(0.2)
 
 
@@ -538,8 +556,8 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                 console.print(f"[{total:,}] SIGKILL broker {victim} (leads {len(victim_paths):,})")
                 controller_pid = cluster.brokers[controller].pid
                 survivors = [b for b in cluster.brokers if b != victim and cluster.broker_alive(b)]
-                survivor_logs = [cluster.brokers[b].log_path for b in survivors]
-                log_offsets = [p.stat().st_size for p in survivor_logs]
+                survivor_logs = {b: cluster.brokers[b].log_path for b in survivors}
+                log_offsets = {b: p.stat().st_size for b, p in survivor_logs.items()}
                 expired = watch_deletion(zk, f"/brokers/ids/{victim}")
                 profile = {
                     ("controller" if b == controller else f"b{b}"): cluster.brokers[b].pid for b in survivors
@@ -552,10 +570,15 @@ def run_size(args: argparse.Namespace, zkserver: ZooKeeperServer, total: int, co
                     killed = time.time()
                     cluster.signal_broker(victim, signal.SIGKILL)
                     cluster.wait_broker_exit(victim, 10)
-                    moved = wait_moved(
-                        zk, victim_paths, victim, args.timeout + args.session_timeout_ms / 1000
-                    )
-                    applied = wait_leaders_applied(survivor_logs, log_offsets, len(moved), args.timeout)
+                    # Nothing moves before the expiry, and the figure is the states' mtimes, not
+                    # when a read finds them: read them once the controller's broker change has
+                    # ended. Reading 33,000 states in a loop meanwhile (~1 s of a core each, and
+                    # ZooKeeper's) took the two cores from the elections being timed.
+                    expired.result(args.timeout + args.session_timeout_ms / 1000)
+                    broker_changes.wait_done(args.timeout)
+                    new_leaders: dict[int, int] = {}
+                    moved = wait_moved(zk, victim_paths, victim, args.timeout, new_leaders=new_leaders)
+                    applied = wait_leaders_applied(survivor_logs, log_offsets, new_leaders, args.timeout)
                 last = max(moved.values())
                 beyond = last - killed - args.session_timeout_ms / 1000
                 run.add(

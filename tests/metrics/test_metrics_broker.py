@@ -311,6 +311,7 @@ def _is_controller(cluster: LocalCluster, broker_id: int) -> bool:
 
 
 def test_killing_the_controller_moves_activecontrollercount(cluster: LocalCluster) -> None:
+    create_topic(cluster, f"counted-{uuid.uuid4().hex[:8]}")  # something to count, whatever ran before
     wait_for(lambda: sum(_is_controller(cluster, b) for b in cluster.brokers) == 1, 30, "one controller")
     old = next(b for b in cluster.brokers if _is_controller(cluster, b))
     cluster.signal_broker(old, signal.SIGKILL)
@@ -318,8 +319,16 @@ def test_killing_the_controller_moves_activecontrollercount(cluster: LocalCluste
     try:
         others = [b for b in cluster.brokers if b != old]
         wait_for(lambda: sum(_is_controller(cluster, b) for b in others) == 1, 60, "a new controller")
-        samples = scrape(cluster, next(b for b in others if _is_controller(cluster, b)))
-        assert value(samples, "kafka_controller_kafkacontroller_globalpartitioncount") >= 1
+        new = next(b for b in others if _is_controller(cluster, b))
+        # Active from its election on, as Kafka's gauge; its partitions count once it has loaded them
+        wait_for(
+            lambda: (
+                (value(scrape(cluster, new), "kafka_controller_kafkacontroller_globalpartitioncount") or 0)
+                >= 1
+            ),
+            30,
+            "the new controller counting partitions",
+        )
     finally:
         cluster.start_broker(old)
         wait_until_ready(cluster, 90)
