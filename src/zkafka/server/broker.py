@@ -248,7 +248,7 @@ class Broker:
             self.scheduler,
             cfg,
             logs,
-            replicas.high_watermarks,
+            replicas,
             lambda: loop.call_soon_threadsafe(replicas.log_starts_moved),
         )
         self.scheduler.run("isr", isr.run())

@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from zkafka.config import BrokerConfig
 from zkafka.server.scheduler import Scheduler
@@ -19,6 +20,20 @@ from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
 
 DELETE_FILES_INTERVAL_MS = 1000
+
+
+class HighWatermarks(Protocol):
+    """The replica manager's high watermarks, as log maintenance needs them."""
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """One log's (from any thread: retention runs on a worker)."""
+        ...
+
+    def high_watermark_changes(self) -> Mapping[TopicPartition, int]:
+        """Those that may have moved since the last call (on the loop)."""
+        ...
+
+
 LEADER_EPOCH_WRITE_INTERVAL_MS = 500
 
 
@@ -44,18 +59,22 @@ def schedule_log_maintenance(
     scheduler: Scheduler,
     config: BrokerConfig,
     logs: LogManager,
-    high_watermarks: Callable[[], Mapping[TopicPartition, int]],
+    high_watermarks: HighWatermarks,
     log_starts_moved: Callable[[], None] | None = None,
 ) -> None:
     """Register the periodic log work with `scheduler`; `high_watermarks` are the replica manager's
-    (retention never deletes past them, and they are checkpointed). `log_starts_moved` is called
-    (from the worker thread) after a retention pass that deleted segments: fetch sessions send
-    and answer only what changed, and nothing else tells them of those log starts."""
+    (retention never deletes past them, and their changes are checkpointed). `log_starts_moved` is
+    called (from the worker thread) after a retention pass that deleted segments: fetch sessions
+    send and answer only what changed, and nothing else tells them of those log starts."""
     cfg = config
 
     def retention() -> None:
-        if logs.check_retention(_now_ms(), high_watermarks().get) and log_starts_moved is not None:
+        if logs.check_retention(_now_ms(), high_watermarks.high_watermark) and log_starts_moved is not None:
             log_starts_moved()
+
+    async def checkpoint_high_watermarks() -> None:
+        changes = high_watermarks.high_watermark_changes()  # on the loop, where they change
+        await asyncio.get_running_loop().run_in_executor(None, logs.checkpoint_high_watermarks, changes)
 
     def every(interval_ms: int, name: str, fn: Callable[[], object]) -> None:
         scheduler.every(interval_ms / 1000, name, fn, blocking=True)
@@ -68,10 +87,8 @@ def schedule_log_maintenance(
         "start-offset-checkpoint",
         logs.checkpoint_log_start_offsets,
     )
-    every(
-        cfg.replica_high_watermark_checkpoint_interval_ms,
-        "hw-checkpoint",
-        lambda: logs.checkpoint_high_watermarks(high_watermarks()),
+    scheduler.every_async(
+        cfg.replica_high_watermark_checkpoint_interval_ms / 1000, "hw-checkpoint", checkpoint_high_watermarks
     )
     every(DELETE_FILES_INTERVAL_MS, "delete-files", lambda: logs.delete_pending(_now_ms()))
     # leader-epoch checkpoints a LeaderAndIsr changed, written here instead of on the event loop

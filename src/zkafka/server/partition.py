@@ -317,6 +317,13 @@ class Partition:
         if new > self.high_watermark:
             self._set_high_watermark(new)
 
+    def start_over_at(self, offset: int) -> None:
+        """A follower behind its leader's log start: drop the whole log and start empty at
+        `offset` (Kafka's truncateFullyAndStartAt), the high watermark with it."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.producer_state.clear(offset)
+        self._set_high_watermark(offset)
+
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
             self.log.truncate_to(offset)

@@ -468,9 +468,7 @@ class ReplicaFetcher:
             return
         earliest = await self._leader_offset(conn, p, -2)
         log.warning("%s: leader's log starts at %d, after our end %d: starting over", p.tp, earliest, leo)
-        p.log.truncate_fully_and_start_at(earliest)
-        p.producer_state.clear(earliest)
-        p.high_watermark = earliest
+        p.start_over_at(earliest)
 
     async def _leader_offset(self, conn: BrokerConnection, p: Partition, timestamp: int) -> int:
         req = ListOffsetsRequest(

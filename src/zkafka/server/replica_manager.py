@@ -105,6 +105,9 @@ class ReplicaManager:
         broker does not hold is another broker's, not an unknown one (`leader_partition`)."""
         self._clock = clock
         self._change_listeners: list[Callable[[TopicPartition], None]] = []
+        self._high_watermarks_touched: set[TopicPartition] = set()
+        """Partitions whose high watermark may have moved since `high_watermark_changes` last took
+        them (every change a fetcher could see: a superset). Touched and taken on the loop only."""
 
     def on_partition_change(self, listener: Callable[[TopicPartition], None]) -> None:
         """Tell `listener` of every change a fetcher of a partition could see (an append to a
@@ -113,6 +116,7 @@ class ReplicaManager:
         self._change_listeners.append(listener)
 
     def partition_changed(self, tp: TopicPartition) -> None:
+        self._high_watermarks_touched.add(tp)
         for listener in self._change_listeners:
             listener(tp)
 
@@ -299,6 +303,7 @@ class ReplicaManager:
             )
             p.listener = self
             self.partitions[tp] = p
+            self._high_watermarks_touched.add(tp)
         return p
 
     def create_logs(self, partitions: Iterable[TopicPartition]) -> None:
@@ -442,6 +447,23 @@ class ReplicaManager:
                 if tp not in hws and (hw := checkpointed(tp.topic, tp.partition)) is not None:
                     hws[tp] = hw
         return hws
+
+    def high_watermark_changes(self) -> dict[TopicPartition, int]:
+        """The high watermarks of the partitions touched since the last call (on the loop): what
+        the periodic checkpoint writes. With 66,000 idle replicas that is nothing, where reading
+        every partition's took ~30 ms of the GIL (and the checkpoint's comparison ~50 ms more)
+        every `replica.high.watermark.checkpoint.interval.ms`, on every broker."""
+        touched, self._high_watermarks_touched = self._high_watermarks_touched, set()
+        partitions = self.partitions
+        return {tp: p.high_watermark for tp in touched if (p := partitions.get(tp)) is not None}
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """One local log's high watermark (its partition's, else the checkpointed one): what
+        retention may not delete past."""
+        p = self.partitions.get(tp)
+        if p is not None:
+            return p.high_watermark
+        return self.log_manager.high_watermark_checkpoint(tp.topic, tp.partition)
 
     def shutdown(self) -> None:
         self.delayed.cancel_all()

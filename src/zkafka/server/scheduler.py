@@ -1,8 +1,9 @@
 """The broker's background tasks, so that shutdown can end all of them in one place.
 
 Three kinds: periodic work (`every`: retention, flushes, checkpoints, the cleaner, the idle
-connection sweep), long-running loops (`run`: ISR maintenance), and one-off jobs started by events
-(`spawn`: applying a config change). A failure is logged and never ends a periodic task: the next
+connection sweep; `every_async` when a round gathers on the loop and writes on a worker),
+long-running loops (`run`: ISR maintenance), and one-off jobs started by events (`spawn`:
+applying a config change). A failure is logged and never ends a periodic task: the next
 round tries again.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,21 @@ class Scheduler:
                         await asyncio.get_running_loop().run_in_executor(None, fn)
                     else:
                         fn()
+                except Exception:
+                    log.exception("periodic task %s failed", name)
+
+        self._track(asyncio.create_task(loop(), name=name))
+
+    def every_async(self, interval_s: float, name: str, fn: Callable[[], Awaitable[object]]) -> None:
+        """`await fn()` every `interval_s`, first after one interval: periodic work that takes what
+        it needs on the loop and hands the slow part to a worker itself."""
+        interval = max(interval_s, MIN_INTERVAL_S)
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await fn()
                 except Exception:
                     log.exception("periodic task %s failed", name)
 

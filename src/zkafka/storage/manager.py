@@ -162,6 +162,9 @@ class LogManager:
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._high_watermarks_written: dict[Path, dict[TopicPartition, int]] = {}
         """What each dir's `replication-offset-checkpoint` holds, as this manager last wrote it."""
+        self._log_set_changed = True
+        """A log was added or removed since the last high-watermark checkpoint (its file names
+        exactly the dir's logs), so the next one compares every dir even when no watermark moved."""
         self._pending_dir_deletes: list[tuple[int, Path]] = []
         self._with_pending_deletes: set[Log] = set()
         """Logs with `.deleted` segment files waiting (`Log.on_delete_scheduled`): the one-second
@@ -234,6 +237,7 @@ class LogManager:
                 )
                 self._adopt(self._logs[tp])
                 self._dir_of[tp] = log_dir
+                self._log_set_changed = True
                 self._count_in_dir[log_dir] += 1
                 self._logs_of_topic[tp.topic] += 1
         count = self.logs_in_dir_count(log_dir)
@@ -386,6 +390,7 @@ class LogManager:
                     self._unsynced_dirs.add(log_dir)
             self._logs[tp] = lg
             self._dir_of[tp] = log_dir
+            self._log_set_changed = True
             self._count_in_dir[log_dir] += 1
             self._logs_of_topic[tp.topic] += 1
             return lg
@@ -430,6 +435,7 @@ class LogManager:
                 self._logs_of_topic[tp.topic] -= 1
                 self._cleaner_offsets.pop(tp, None)
                 self._high_watermarks.pop(tp, None)
+                self._log_set_changed = True
                 lg.close()
                 touched[id(log_dir)] = log_dir
                 target = log_dir / delete_dir_name(tp)
@@ -645,16 +651,24 @@ class LogManager:
         self._checkpoint_online_dirs(recovery=False, starts=False, cleaner=True)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        """Write `replication-offset-checkpoint` of every dir with the HWs of its partitions; a
-        dir whose file already holds exactly those (this manager wrote them last) is left alone:
-        with tens of thousands of idle replicas the file was formatted and rewritten unchanged
-        every `replica.high.watermark.checkpoint.interval.ms`. The partitions are grouped by
-        the identity of their dir (one of `log_dirs`) in one pass: `Path` equality and hashing
-        are Python code, and cost more per partition than the rest."""
+        """Take in `high_watermarks` (those that may have changed, or all of them) and write
+        `replication-offset-checkpoint` of every dir with the HWs of its partitions; a dir whose
+        file already holds exactly those (this manager wrote them last) is left alone. When none
+        of them moved and no log came or went since the last call, nothing is even compared: the
+        broker's periodic checkpoint of tens of thousands of idle replicas costs nothing. The
+        partitions are grouped by the identity of their dir (one of `log_dirs`) in one pass:
+        `Path` equality and hashing are Python code, and cost more per partition than the rest."""
         with self._lock:
             logs = self._logs
             saved = self._high_watermarks
-            saved.update({tp: hw for tp, hw in high_watermarks.items() if tp in logs})
+            moved = False
+            for tp, hw in high_watermarks.items():
+                if tp in logs and saved.get(tp) != hw:
+                    saved[tp] = hw
+                    moved = True
+            if not moved and not self._log_set_changed:
+                return
+            self._log_set_changed = False
             dir_of = self._dir_of
             by_dir: dict[Path, dict[TopicPartition, int]]
             if len(self.log_dirs) == 1:
