@@ -108,7 +108,13 @@ def encode_multi(root: str, ops: Sequence[Op], acls: Callable[[str], list[ACL]])
     encoded_acls: dict[tuple[ACL, ...], bytes] = {}
     create_header, set_header = _HEADERS[_CREATE], _HEADERS[_SET_DATA]
     for op in ops:
-        match op:
+        match op:  # setData first: the bulk of the controller's writes (elections, ISR changes)
+            case SetDataOp():
+                data = op.data
+                add(set_header)
+                add(_string(chrooted(root, op.path)))
+                add(b"\xff\xff\xff\xff" if data is None else _pack_int(len(data)) + data)
+                add(_pack_int(op.version))
             case CreateOp():
                 key = tuple(acls(op.path))
                 acl = encoded_acls.get(key)
@@ -121,12 +127,6 @@ def encode_multi(root: str, ops: Sequence[Op], acls: Callable[[str], list[ACL]])
                 add(b"\xff\xff\xff\xff" if data is None else _pack_int(len(data)) + data)
                 add(acl)
                 add(_pack_int(flags))
-            case SetDataOp():
-                data = op.data
-                add(set_header)
-                add(_string(chrooted(root, op.path)))
-                add(b"\xff\xff\xff\xff" if data is None else _pack_int(len(data)) + data)
-                add(_pack_int(op.version))
             case DeleteOp():
                 add(_HEADERS[_DELETE])
                 add(_string(chrooted(root, op.path)))

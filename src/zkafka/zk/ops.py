@@ -37,6 +37,16 @@ class CreateOp:
     ephemeral: bool = False
     sequential: bool = False
 
+    def __init__(
+        self, path: str, data: bytes = b"", ephemeral: bool = False, sequential: bool = False
+    ) -> None:
+        # as SetDataOp's: a topic's creation makes two of these per new partition
+        fields = self.__dict__
+        fields["path"] = path
+        fields["data"] = data
+        fields["ephemeral"] = ephemeral
+        fields["sequential"] = sequential
+
 
 @dataclass(frozen=True)
 class SetDataOp:
@@ -47,8 +57,12 @@ class SetDataOp:
     def __init__(self, path: str, data: bytes, version: int = ANY_VERSION) -> None:
         # The frozen dataclass's generated __init__ pays an object.__setattr__ per field; the
         # controller makes one of these per partition it elects or shrinks (10,000 at once when
-        # a broker dies at 30,000 partitions). Filling the instance dict is a fraction of that.
-        self.__dict__.update(path=path, data=data, version=version)
+        # a broker dies at 30,000 partitions). Filling the instance dict is a fraction of that
+        # (item by item: `update` with keywords builds a dict first).
+        fields = self.__dict__
+        fields["path"] = path
+        fields["data"] = data
+        fields["version"] = version
 
 
 @dataclass(frozen=True)

@@ -574,7 +574,10 @@ class TopicPartitionsZNode:
 class TopicPartitionZNode:
     @staticmethod
     def path(tp: TopicPartition) -> str:
-        return f"{TopicPartitionsZNode.path(tp.topic)}/{_non_negative(tp.partition, 'partition')}"
+        partition = tp.partition  # checked inline, as the state's path: one per new partition
+        if type(partition) is not int or partition < 0:
+            _non_negative(partition, "partition")  # raises, with the message
+        return f"{TopicPartitionsZNode.path(tp.topic)}/{partition}"
 
 
 def _state_pattern(*fields: tuple[str, bytes]) -> re.Pattern[bytes]:
@@ -607,7 +610,12 @@ class TopicPartitionStateZNode:
 
     @staticmethod
     def path(tp: TopicPartition) -> str:
-        return f"{TopicPartitionZNode.path(tp)}/state"
+        # One call per partition an election writes (33,000 at once when a broker dies at 100,000
+        # partitions): the topic's part is cached, the partition checked inline.
+        partition = tp.partition
+        if type(partition) is not int or partition < 0:
+            _non_negative(partition, "partition")  # raises, with the message
+        return f"{TopicPartitionsZNode.path(tp.topic)}/{partition}/state"
 
     @staticmethod
     def encode(leader_and_isr: LeaderAndIsr, controller_epoch: int) -> bytes:
