@@ -258,6 +258,7 @@ def test_election_retries_after_a_concurrent_state_write(zk_connect: str) -> Non
             raced: list[bool] = []
 
             def racing_update(states, controller_epoch, epoch_zk_version):  # type: ignore[no-untyped-def]
+                states = dict(states)  # the controller hands its decisions over as they are made
                 if A0 in states and not raced:
                     raced.append(True)
                     ok, _ = admin.conditional_update_partition_state(

@@ -207,7 +207,7 @@ def test_batched_offline_election_decides_as_one_partition_at_a_time(
         leader_for_offline(tp, lai, assignment, alive, unclean[tp.topic])
         for (tp, lai), assignment, alive in zip(partitions, assignments, live, strict=True)
     ]
-    assert leaders_for_offline(partitions, assignments, live, unclean) == expected
+    assert list(leaders_for_offline(partitions, assignments, live, unclean)) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -235,4 +235,4 @@ def test_batched_controlled_shutdown_decides_as_one_partition_at_a_time(
         leader_for_controlled_shutdown(tp, lai, assignment, alive, shutting_down)
         for (tp, lai), assignment, alive in zip(partitions, assignments, live, strict=True)
     ]
-    assert leaders_for_controlled_shutdown(partitions, assignments, live, shutting_down) == expected
+    assert list(leaders_for_controlled_shutdown(partitions, assignments, live, shutting_down)) == expected

@@ -20,7 +20,7 @@ zkVersion the state was read with, which the write then uses as its expected ver
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -176,25 +176,25 @@ def _shared_decisions(
     live: Sequence[Collection[int]],
     extras: Sequence[object],
     rule: Callable[[TopicPartition, LeaderAndIsr, Sequence[int], Collection[int], Any], ElectionResult],
-) -> list[ElectionResult]:
-    """`rule(partition, current, assignment, live, extra)` for each partition, in order.
-    Partitions alike in assignment, ISR, live replicas and `extra` share the first one's
-    decision; only their new state (their own epoch and zkVersion) is made: after a broker's
-    death at 100,000 partitions the 33,000 it led fall in a handful of such classes. `live`
-    entries must be hashable (frozensets); equal ones may be one object."""
+) -> Iterator[ElectionResult]:
+    """`rule(partition, current, assignment, live, extra)` for each partition, in order, made as
+    they are taken (the partition state machine has them made on the ZooKeeper thread, while
+    ZooKeeper applies the first writes). Partitions alike in assignment, ISR, live replicas and
+    `extra` share the first one's decision; only their new state (their own epoch and zkVersion)
+    is made: after a broker's death at 100,000 partitions the 33,000 it led fall in a handful of
+    such classes. `live` entries must be hashable (frozensets); equal ones may be one object.
+    Pure: nothing but the arguments is read, and they must not change while it is taken."""
     decided: dict[tuple[object, ...], ElectionResult] = {}
-    out = []
     for (tp, current), assignment, alive, extra in zip(partitions, assignments, live, extras, strict=True):
         key = (_hashable(assignment), _hashable(current.isr), alive, extra)
         first = decided.get(key)
         if first is None:
             first = decided[key] = rule(tp, current, assignment, alive, extra)
-            out.append(first)
+            yield first
             continue
         new = first.leader_and_isr
         state = None if new is None else current.new_leader_and_isr(new.leader, new.isr)
-        out.append(ElectionResult(tp, state, first.recipients, first.unclean))
-    return out
+        yield ElectionResult(tp, state, first.recipients, first.unclean)
 
 
 def leaders_for_offline(
@@ -202,9 +202,9 @@ def leaders_for_offline(
     assignments: Sequence[Sequence[int]],
     live: Sequence[Collection[int]],
     unclean_allowed: Mapping[str, bool],
-) -> list[ElectionResult]:
+) -> Iterator[ElectionResult]:
     """`leader_for_offline` for many partitions (each with its assignment and live replicas, in
-    the same order), alike ones sharing one decision (`_shared_decisions`)."""
+    the same order), alike ones sharing one decision, made as they are taken (`_shared_decisions`)."""
     allowed = [unclean_allowed[tp.topic] for tp, _ in partitions]
     return _shared_decisions(partitions, assignments, live, allowed, leader_for_offline)
 
@@ -214,9 +214,9 @@ def leaders_for_controlled_shutdown(
     assignments: Sequence[Sequence[int]],
     live_or_shutting_down: Sequence[Collection[int]],
     shutting_down: Collection[int],
-) -> list[ElectionResult]:
-    """`leader_for_controlled_shutdown` for many partitions, alike ones sharing one decision
-    (`_shared_decisions`; a broker leading 33,000 partitions shuts down at 100,000)."""
+) -> Iterator[ElectionResult]:
+    """`leader_for_controlled_shutdown` for many partitions, alike ones sharing one decision, made
+    as they are taken (`_shared_decisions`; a broker leading 33,000 partitions shuts down at 100,000)."""
 
     def rule(
         tp: TopicPartition, current: LeaderAndIsr, assignment: Sequence[int], live: Collection[int], _: object

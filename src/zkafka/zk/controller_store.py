@@ -173,13 +173,15 @@ class ControllerStoreMixin(ZkStore):
 
     def update_leader_and_isr(
         self,
-        states: Mapping[TopicPartition, LeaderAndIsr],
+        states: Mapping[TopicPartition, LeaderAndIsr] | Iterable[tuple[TopicPartition, LeaderAndIsr]],
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
         """Controller write of new leader/ISR: per partition a setData conditional on the
-        `zk_version` carried by each LeaderAndIsr, many to a fenced multi. Raises
-        ControllerMovedError if fenced."""
+        `zk_version` carried by each LeaderAndIsr, many to a fenced multi. `states` may be an
+        iterator of pairs, taken as the multis are sent (an election's decisions, made while
+        ZooKeeper applies the first ones). Raises ControllerMovedError if fenced."""
+        pairs = states.items() if isinstance(states, Mapping) else states
         # a generator: each multi is sent as soon as its operations are made (`_send_chunked`)
         writes: Iterator[tuple[object, Op]] = (
             (
@@ -190,7 +192,7 @@ class ControllerStoreMixin(ZkStore):
                     lai.zk_version,
                 ),
             )
-            for tp, lai in states.items()
+            for tp, lai in pairs
         )
         successful: dict[TopicPartition, int] = {}
         bad_version: list[TopicPartition] = []
