@@ -73,6 +73,9 @@ from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
 from zkafka.zk.client import KafkaZkClient
+from zkafka.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from zkafka.zk.ops import DeleteOp
+from zkafka.zk.znodes import TopicPartitionStateZNode, TopicPartitionsZNode, TopicPartitionZNode, TopicZNode
 
 CREATE_AIM = 5000.0  # partitions/s
 SHUTDOWN_AIM = 10_000 / 1.5  # leaders moved/s
@@ -277,6 +280,59 @@ def wait_leaders_applied(
         if time.monotonic() > deadline:
             raise TimeoutError(f"the new leaders logged {led} of {expected} after {timeout:.0f} s")
         time.sleep(0.2)
+
+
+WARM_UP_ROOT = "/zkafka-benchmark-warm-up"
+
+
+def warm_up_zookeeper(connect: str, partitions: int, console: Console) -> None:
+    """Have a fresh ZooKeeper run the controller's writes once before anything is measured:
+    `partitions` partitions' znodes created as a creation makes them, their states rewritten as an
+    election does, then all of it deleted, below a chroot of its own. A long-running ZooKeeper has
+    compiled those paths long ago; a fresh one compiles them during the first creation (its JIT
+    took ~3 s of CPU more at 100,000 partitions, on the same two cores as the brokers), and only
+    the first size of a run paid for it."""
+    if partitions <= 0:
+        return
+    t0 = time.perf_counter()
+    zk = KafkaZkClient(f"{connect}{WARM_UP_ROOT}", connection_timeout_ms=30_000)
+    try:
+        zk.create_top_level_paths()
+        _epoch, epoch_version = zk.register_controller_and_increment_epoch(1)
+        state = LeaderAndIsr(leader=1, leader_epoch=0, isr=(1, 2))
+        created: list[TopicPartition] = []
+        for first in range(0, partitions, 10_000):
+            tps = [
+                TopicPartition(f"warm-up-{p // 1000:04d}", p % 1000)
+                for p in range(first, min(partitions, first + 10_000))
+            ]
+            for topic in sorted({tp.topic for tp in tps}):
+                zk.ensure_path(TopicZNode.path(topic))
+            zk.create_topic_partition_states(
+                {tp: LeaderIsrAndControllerEpoch(state, 1) for tp in tps}, epoch_version
+            )
+            zk.update_leader_and_isr(
+                ((tp, LeaderAndIsr(2, 1, (2,), zk_version=0)) for tp in tps), 1, epoch_version
+            )
+            created.extend(tps)
+        topics = sorted({tp.topic for tp in created})
+        deletes = [
+            *((tp, DeleteOp(TopicPartitionStateZNode.path(tp))) for tp in created),
+            *((tp, DeleteOp(TopicPartitionZNode.path(tp))) for tp in created),
+            *((t, DeleteOp(TopicPartitionsZNode.path(t))) for t in topics),
+        ]
+        zk.batched_multis(deletes)
+    finally:
+        zk.close()
+    wipe = KafkaZkClient(connect, connection_timeout_ms=30_000)
+    try:
+        wipe.kazoo.delete(WARM_UP_ROOT, recursive=True)  # what is left: a few dozen znodes
+    finally:
+        wipe.close()
+    console.print(
+        f"ZooKeeper warmed up: {partitions:,} partitions' znodes written and deleted "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
 
 
 def restart_unmeasured(cluster: LocalCluster, broker: int, console: Console, total: int) -> None:
@@ -726,6 +782,13 @@ def main() -> None:
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--create-batch", type=int, default=10, help="topics per CreateTopics request")
     ap.add_argument(
+        "--zookeeper-warm-up",
+        type=int,
+        default=30_000,
+        help="partitions' znodes written and deleted before the first size, so ZooKeeper's JIT has "
+        "compiled the controller's writes as a long-running one has (0: measure a cold ZooKeeper)",
+    )
+    ap.add_argument(
         "--records-per-partition",
         type=int,
         default=1,
@@ -765,6 +828,7 @@ def main() -> None:
     )
     runs = []
     with ZooKeeperServer(quick_jit=False) as zkserver:
+        warm_up_zookeeper(zkserver.connect_string, args.zookeeper_warm_up, console)
         for size in args.partitions:
             run = run_size(args, zkserver, size, console)
             print_run(console, run, args)
