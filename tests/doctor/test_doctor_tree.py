@@ -211,6 +211,23 @@ def test_each_damage_is_found_with_its_severity_and_fix(tree: tuple[Tree, str], 
         assert not [f for f in after if f.check == case.check and f.subject == case.subject]
 
 
+def test_a_cluster_above_the_partition_guidance_is_told_how_much_heap_zookeeper_needs(
+    tree: tuple[Tree, str],
+) -> None:
+    _, connect = tree
+    assert not [f for f in _diagnose(connect) if f.check == "cluster-size"]  # 3 partitions: fine
+    found = [
+        f
+        for f in _diagnose(connect, DoctorSettings(cluster_partitions_warning=2))
+        if f.check == "cluster-size"
+    ]
+    assert len(found) == 1
+    finding = found[0]
+    assert finding.severity is WARNING and finding.subject == "cluster" and finding.repair is None
+    assert finding.message.startswith("3 partitions (")
+    assert 'KAFKA_HEAP_OPTS="-Xmx1g -Xms1g"' in finding.fix
+
+
 def test_a_stale_reassignment_repair_keeps_the_live_entries(tree: tuple[Tree, str]) -> None:
     t, connect = tree
     _stale_reassignment(t)

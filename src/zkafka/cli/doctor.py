@@ -87,6 +87,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DoctorSettings.disk_warning_percent,
         help="a log dir's disk used at or above this is a warning (default %(default)s; 95 is critical)",
     )
+    p.add_argument(
+        "--cluster-partitions-warning",
+        type=int,
+        default=DoctorSettings.cluster_partitions_warning,
+        help="more partitions than this in the cluster is a warning: ZooKeeper's heap, a new "
+        "controller's load (default %(default)s)",
+    )
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for ZooKeeper (default 10)")
     p.set_defaults(func=run)
 
@@ -97,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         stale_request_minutes=args.stale_minutes,
         disk_warning_percent=args.disk_warning_percent,
+        cluster_partitions_warning=args.cluster_partitions_warning,
     )
     ask = _broker_facts(args)
     try:

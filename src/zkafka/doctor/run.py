@@ -9,7 +9,12 @@ from zkafka.doctor.checks_admin import check_admin_requests
 from zkafka.doctor.checks_brokers import BrokerFacts, check_brokers
 from zkafka.doctor.checks_configs import check_broker_agreement, check_topic_configs
 from zkafka.doctor.checks_consumers import check_zk_consumers
-from zkafka.doctor.checks_partitions import check_controller, check_partitions, check_preferred_imbalance
+from zkafka.doctor.checks_partitions import (
+    check_cluster_size,
+    check_controller,
+    check_partitions,
+    check_preferred_imbalance,
+)
 from zkafka.doctor.findings import Finding, ordered
 from zkafka.doctor.settings import DoctorSettings
 from zkafka.doctor.snapshot import ZkReader, read_snapshot
@@ -46,6 +51,7 @@ def diagnose_view(view: ClusterView, settings: DoctorSettings) -> list[Finding]:
         settings = replace(settings, min_insync_replicas=int(dynamic))
     out: list[Finding] = []
     out.extend(check_controller(view))
+    out.extend(check_cluster_size(view, settings))
     out.extend(check_partitions(view, settings))
     out.extend(check_preferred_imbalance(view, settings))
     out.extend(check_admin_requests(view, settings))
