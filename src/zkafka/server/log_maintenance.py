@@ -20,6 +20,7 @@ from zkafka.storage.manager import LogManager
 from zkafka.storage.naming import TopicPartition
 
 DELETE_FILES_INTERVAL_MS = 1000
+LEADER_EPOCH_WRITE_INTERVAL_MS = 500
 
 
 class HighWatermarks(Protocol):
@@ -32,9 +33,6 @@ class HighWatermarks(Protocol):
     def high_watermark_changes(self) -> Mapping[TopicPartition, int]:
         """Those that may have moved since the last call (on the loop)."""
         ...
-
-
-LEADER_EPOCH_WRITE_INTERVAL_MS = 500
 
 
 async def open_logs(config: BrokerConfig, identity: BrokerIdentity, zk: ZooKeeper) -> LogManager:
