@@ -26,20 +26,14 @@ class Scheduler:
     def every(self, interval_s: float, name: str, fn: Callable[[], object], *, blocking: bool) -> None:
         """`fn()` every `interval_s`, first after one interval. `blocking` work (disk: fsync,
         cleaning, checkpoints) runs on a worker thread, off the event loop."""
-        interval = max(interval_s, MIN_INTERVAL_S)
 
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(interval)
-                try:
-                    if blocking:
-                        await asyncio.get_running_loop().run_in_executor(None, fn)
-                    else:
-                        fn()
-                except Exception:
-                    log.exception("periodic task %s failed", name)
+        async def round_() -> None:
+            if blocking:
+                await asyncio.get_running_loop().run_in_executor(None, fn)
+            else:
+                fn()
 
-        self._track(asyncio.create_task(loop(), name=name))
+        self.every_async(interval_s, name, round_)
 
     def every_async(self, interval_s: float, name: str, fn: Callable[[], Awaitable[object]]) -> None:
         """`await fn()` every `interval_s`, first after one interval: periodic work that takes what
