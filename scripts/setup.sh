@@ -3,7 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PY=${PYTHON:-python3}
+# The interpreter: $PYTHON if set; else the distribution's /usr/bin/python3 when it is 3.11 or newer
+# and can make a venv; else python3 on PATH. Debian's is built with profile-guided optimisation and
+# LTO, a plain source build (pyenv's default) is not: the same broker spends ~20-30 % less CPU per
+# request on Debian's (docs/performance.md, "The interpreter"), and every figure there is taken on it.
+if [ -n "${PYTHON:-}" ]; then
+    PY=$PYTHON
+elif [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    PY=/usr/bin/python3
+else
+    PY=python3
+fi
 VENV=.venv
 STAMP=$VENV/.installed
 
@@ -41,8 +51,17 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
+# A venv made from another interpreter than the one chosen above is made again (its packages too).
+if [ -f $VENV/pyvenv.cfg ]; then
+    venv_from=$(sed -n 's/^executable = //p' $VENV/pyvenv.cfg)
+    want_from=$($PY -c 'import os, sys; print(os.path.realpath(sys.executable))')
+    if [ -n "$venv_from" ] && [ "$(realpath "$venv_from")" != "$want_from" ]; then
+        echo "setup: $VENV was made from $venv_from; making it again from $want_from"
+        rm -rf $VENV
+    fi
+fi
 if [ ! -x $VENV/bin/python ]; then
-    echo "setup: creating $VENV"
+    echo "setup: creating $VENV from $($PY -c 'import sys; print(sys.executable, sys.version.split()[0])')"
     $PY -m venv $VENV
 fi
 # Re-install only when the dependency list changed (keeps `make test` quick on a warm machine).
