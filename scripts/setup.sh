@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 # The interpreter: $PYTHON if set; else the distribution's /usr/bin/python3 when it is 3.11 or newer
 # and can make a venv; else python3 on PATH. Debian's is built with profile-guided optimisation and
-# LTO, a plain source build (pyenv's default) is not: the same broker spends ~20-30 % less CPU per
+# LTO, a plain source build (pyenv's default) is not: the same broker spends ~15-30 % less CPU per
 # request on Debian's (docs/performance.md, "The interpreter"), and every figure there is taken on it.
 if [ -n "${PYTHON:-}" ]; then
     PY=$PYTHON
