@@ -90,10 +90,14 @@ class App:
         self.error: BaseException | None = None
         self.trace = ""
         self.stop = threading.Event()
-        self.in_transaction = threading.Event()
+        self.strike_at: int | None = None
+        """Once this many inputs are committed, the next transaction parks while open (begun,
+        records sent) until the test has struck: the fault lands inside a transaction every time,
+        not when a poll of the test's happens to catch one open."""
+        self.parked = threading.Event()
+        self.resume = threading.Event()
         self.step = "starting"
         """What the loop is doing (for a failure's message)."""
-        """Set while a transaction is open (begun, records sent): the faults strike then."""
         self.needs_rewind = False
         self.thread = threading.Thread(target=self._run, name="eos-app", daemon=True)
 
@@ -164,6 +168,7 @@ class App:
                 if all(self.committed.get(p, 0) >= end for p, end in self.ends.items()):
                     return
                 if self.progress >= self.limit:
+                    self.step = "waiting at the limit"
                     time.sleep(0.05)
                     continue
                 self.step = "consuming"
@@ -206,7 +211,12 @@ class App:
             producer.begin_transaction()
             for seq, source in enumerate(sources):
                 producer.produce(self.sink, key=source.encode(), value=encode_output(source, txn_id, seq))
-            self.in_transaction.set()
+            if self.strike_at is not None and self.progress >= self.strike_at:
+                self.strike_at = None
+                self.step = f"{txn_id}: open, parked for the fault"
+                self.parked.set()
+                self.resume.wait(120)
+                self.resume.clear()
             self.step = f"{txn_id}: sending offsets"
             producer.send_offsets_to_transaction(
                 [TopicPartition(self.source, p, o) for p, o in offsets.items()],
@@ -231,8 +241,6 @@ class App:
                     pass
             self.stats["fatal"] += 1
             return "unknown"
-        finally:
-            self.in_transaction.clear()
 
     def _retrying(self, call) -> None:  # type: ignore[no-untyped-def]
         for attempt in range(10):
@@ -424,17 +432,20 @@ def test_exactly_once_through_sigkills(cluster: LocalCluster) -> None:
             # the app may run a little past the point of this fault, not into the next one's
             threshold = RECORDS * (i + 1) // 5
             app.limit = threshold + 5 * TXN_RECORDS
+            app.strike_at = threshold
             _wait(
-                f"progress before killing the {role}",
-                lambda t=threshold: (app.progress >= t and app.in_transaction.is_set()) or app.error,
+                f"a transaction open past {threshold} inputs before killing the {role}",
+                lambda: app.parked.is_set() or app.error,
                 app=app,
             )
+            app.parked.clear()
             phase = time.monotonic()
             assert app.error is None, app
             victim = _leader(admin, topic, partition)
             assert victim != keep, (role, topic, partition, victim)
             kills.append((role, victim))
             cluster.kill_broker(victim)
+            app.resume.set()
             # down until its leaderships moved (its ZooKeeper session expired): the app fails over
             _wait(
                 f"{topic}-{partition} to move off broker {victim}",
@@ -460,6 +471,7 @@ def test_exactly_once_through_sigkills(cluster: LocalCluster) -> None:
         assert app.error is None, app
     finally:
         app.stop.set()
+        app.resume.set()
         app.thread.join(60)
     processed = time.monotonic() - started - filled
 
