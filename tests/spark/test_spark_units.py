@@ -190,7 +190,7 @@ def test_source_options_parse_sparks_names_case_insensitively() -> None:
             "failOnDataLoss": "FALSE",
             "includeHeaders": "true",
             "kafkaConsumer.pollTimeoutMs": "5000",
-            "kafka.max.partition.fetch.bytes": "4194304",
+            "kafka.max.partition.fetch.bytes": "2097152",
             "kafka.isolation.level": "read_committed",
         },
         streaming=True,
@@ -206,7 +206,7 @@ def test_source_options_parse_sparks_names_case_insensitively() -> None:
     assert options.fail_on_data_loss is False and options.include_headers is True
     assert options.poll_timeout_ms == 5000
     kwargs = options.client.consumer_kwargs()
-    assert kwargs["max_partition_fetch_bytes"] == 4194304
+    assert kwargs["max_partition_fetch_bytes"] == 2097152  # the user's, over the 4 MiB default
     assert kwargs["isolation_level"] == "read_committed"
     assert kwargs["auto_offset_reset"] == "none"  # executors never reset on their own
     assert options.client.isolation_level == 1
@@ -218,6 +218,8 @@ def test_source_option_defaults_differ_for_batch_and_streaming() -> None:
     assert isinstance(batch.starting, EarliestOffsets) and isinstance(batch.ending, LatestOffsets)
     assert batch.fail_on_data_loss is True and batch.include_headers is False
     assert batch.max_trigger_delay_ms == 15 * 60_000
+    # an executor fetches 4 MiB a partition (each fetch is one Arrow batch), not Kafka's 1 MiB
+    assert batch.client.consumer_kwargs()["max_partition_fetch_bytes"] == 4 << 20
 
 
 def test_strategies_and_offset_limits() -> None:

@@ -99,6 +99,10 @@ class ClientSpec:
         # keep its long-poll short (Spark's tasks never wait for new data, the driver does).
         kwargs.setdefault("fetch_max_wait_ms", 100)
         kwargs.setdefault("max_poll_records", 50_000)
+        # A task reads one partition, and each fetch becomes one Arrow batch for Spark: Kafka's
+        # 1 MiB default made a read task cost 28 % more CPU per record than 4 MiB (per-fetch and
+        # per-batch costs in the columnar decode, Arrow and Spark; docs/performance.md)
+        kwargs.setdefault("max_partition_fetch_bytes", 4 << 20)
         return kwargs
 
     def admin_kwargs(self) -> dict[str, Any]:
