@@ -259,6 +259,9 @@ def test_sink_options() -> None:
     assert sink.topic == "out"
     kwargs = sink.client.producer_kwargs()
     assert kwargs["enable_idempotence"] is True and kwargs["linger_ms"] == 20
+    assert kwargs["batch_size"] == 128 << 10  # whole encoded batches: larger than Kafka's 16 KiB
+    small = parse_sink_options({"kafka.bootstrap.servers": "b:1", "kafka.batch.size": "16384"})
+    assert small.client.producer_kwargs()["batch_size"] == 16384
     assert parse_sink_options({"kafka.bootstrap.servers": "b:1"}).topic is None
     with pytest.raises(OptionError, match=r"'key\.serializer' is not supported as keys are serialized"):
         parse_sink_options({"kafka.bootstrap.servers": "b:1", "kafka.key.serializer": "x"})

@@ -121,6 +121,10 @@ class ClientSpec:
         kwargs = self._base(PRODUCER_PROPERTIES, "zkafka-spark-producer")
         kwargs.setdefault("enable_idempotence", True)
         kwargs.setdefault("acks", -1)
+        # A write task encodes whole Kafka batches of about batch_size bytes: Kafka's 16 KiB
+        # made the brokers take 3x the CPU for the same records (many small batches; docs/
+        # performance.md). 128 KiB stays far below the brokers' default message.max.bytes.
+        kwargs.setdefault("batch_size", 128 << 10)
         return kwargs
 
     @property
