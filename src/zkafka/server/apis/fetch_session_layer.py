@@ -237,6 +237,7 @@ def _serve_tracked(ctx: RequestContext, request: FetchRequest, context: Incremen
         fetch_api.count_sent(ctx, request, first)
         return _answer_tracked(ctx, context, first_parts, _entries(first), {})
 
+    ctx.connection.skip_quick_acks()  # a replica fetcher: Nagle off, nothing waits for the ACK
     fut: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
     min_bytes = request.min_bytes
 
