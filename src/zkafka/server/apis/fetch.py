@@ -128,8 +128,6 @@ def _long_poll(
         for p in t.partitions
     ]
     is_follower = request.replica_id >= 0
-    if is_follower:
-        ctx.connection.skip_quick_acks()
     committed = _read_committed(ctx, request)
 
     if request.min_bytes <= 1:

@@ -72,6 +72,8 @@ def with_fetch_sessions(handlers: Mapping[int, Handler]) -> Mapping[int, Handler
 
 
 def serve(ctx: RequestContext, request: FetchRequest, inner: Handler) -> Any:
+    if request.replica_id >= 0:  # a replica fetcher: Nagle off, a parked fetch needs no quick ACK
+        ctx.connection.skip_quick_acks()
     cache = ctx.services.fetch_sessions
     if cache is None or ctx.api_version < FIRST_SESSION_VERSION:
         return inner(ctx, request)
@@ -237,7 +239,6 @@ def _serve_tracked(ctx: RequestContext, request: FetchRequest, context: Incremen
         fetch_api.count_sent(ctx, request, first)
         return _answer_tracked(ctx, context, first_parts, _entries(first), {})
 
-    ctx.connection.skip_quick_acks()  # a replica fetcher: Nagle off, nothing waits for the ACK
     fut: asyncio.Future[Resp] = asyncio.get_running_loop().create_future()
     min_bytes = request.min_bytes
 
