@@ -569,10 +569,26 @@ def test_churn_with_processes_no_double_ownership_sigkill_takeover_at_least_once
     try:
         time.sleep(2.5)
         members.append(Member(cluster, group, topic))  # a member joins
-        time.sleep(2.0)
+        # Wait for the rebalance it causes to settle (the range assignment over the four), not a
+        # fixed time: on a loaded machine two seconds were not always enough, and the victim, still
+        # between releasing and claiming, owned nothing when it was chosen.
         victim = members[0]
+        deadline = time.monotonic() + 30
+        while True:
+            threads = {f"{m.consumer_id}-0": m for m in members if m.consumer_id}
+            settled = len(threads) == len(members) and sampler.samples
+            if settled:
+                want = range_assignment({topic: range(partitions)}, {topic: list(threads)})
+                owners = {tp.partition: thread for tp, thread in want.items()}
+                settled = sampler.samples[-1][1] == owners and all(
+                    p in threads[t].intervals and threads[t].intervals[p][-1][1] == float("inf")
+                    for p, t in owners.items()
+                )
+            if settled or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         victim_partitions = {p for p, spans in victim.intervals.items() if spans[-1][1] == float("inf")}
-        assert victim_partitions, "the victim should own partitions"
+        assert victim_partitions, "the victim should own partitions once the join has settled"
         victim.kill()
         deadline = time.monotonic() + 10
         takeover = None
