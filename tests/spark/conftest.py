@@ -4,6 +4,7 @@ for the tests that need them, a 3-broker cluster and a Spark standalone cluster.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +15,7 @@ pytest.importorskip("pyarrow")
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
 from zkafka.testing.cluster import running_cluster
-from zkafka.testing.spark_cluster import StandaloneCluster, standalone_cluster
+from zkafka.testing.spark_cluster import QUICK_JIT, StandaloneCluster, standalone_cluster
 
 CLUSTER_OVERRIDES = {
     # retention runs often, so a test can watch it delete a segment (failOnDataLoss)
@@ -22,6 +23,20 @@ CLUSTER_OVERRIDES = {
     "zookeeper.session.timeout.ms": "6000",
     "replica.lag.time.max.ms": "5000",
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_spark_jvms() -> Iterator[None]:
+    """Every driver JVM these tests start through `spark-submit` (this process's session, the
+    drivers run as processes of their own, Spark Connect's server, `spark-pipelines`, the demo)
+    runs with `QUICK_JIT`: 30 % less CPU for the same tests on two cores. `SPARK_SUBMIT_OPTS` is
+    the launcher's variable for the driver's JVM options; a developer's own value wins."""
+    before = os.environ.get("SPARK_SUBMIT_OPTS")
+    if before is None:
+        os.environ["SPARK_SUBMIT_OPTS"] = QUICK_JIT
+    yield
+    if before is None:
+        os.environ.pop("SPARK_SUBMIT_OPTS", None)
 
 
 @pytest.fixture(scope="session")
@@ -65,5 +80,5 @@ def three_brokers(
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     """A Spark master and two 1-core workers, separate JVMs on loopback (stopped, process groups
     killed, even when a test fails)."""
-    with standalone_cluster(tmp_path_factory.mktemp("spark-standalone"), workers=2) as sc:
+    with standalone_cluster(tmp_path_factory.mktemp("spark-standalone"), workers=2, quick_jit=True) as sc:
         yield sc

@@ -62,7 +62,7 @@ def bare_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalon
         "PYTHONPATH": None,
         "PYSPARK_PYTHON": None,
     }
-    with standalone_cluster(root / "cluster", workers=2, worker_env=worker_env) as sc:
+    with standalone_cluster(root / "cluster", workers=2, worker_env=worker_env, quick_jit=True) as sc:
         yield sc
 
 

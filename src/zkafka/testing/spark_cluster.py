@@ -27,6 +27,12 @@ from zkafka.local.zookeeper import free_port as local_free_port
 from zkafka.testing.polling import wait_for
 
 LOOPBACK = "127.0.0.1"
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""JVM options for a test's short-lived Spark JVMs: the JIT stops at C1 and one thread collects
+garbage. On a 2-core machine C2's compiler threads and the parallel collector's threads take CPU
+from everything else running; the Spark tests of `test_spark_batch.py` took 30 % less CPU with
+these (74.6-82.3 against 52.4-57.5 CPU-s, docs/performance.md). Not for throughput runs: C2's code
+is what a long query wants."""
 
 
 def free_port() -> int:
@@ -98,6 +104,9 @@ class StandaloneCluster:
     worker_env: dict[str, str | None] = field(default_factory=dict)
     """Changes to the workers' (and so their executors') environment, None removing a variable: a
     test gives the workers another interpreter (PATH) without this checkout on PYTHONPATH."""
+    quick_jit: bool = False
+    """Run the daemons and the applications' executors with `QUICK_JIT` (tests); off for
+    benchmarks."""
     master: Daemon | None = None
     workers: list[Daemon] = field(default_factory=list)
 
@@ -120,6 +129,8 @@ class StandaloneCluster:
             PYSPARK_PYTHON=sys.executable,
             PYTHONPATH=os.pathsep.join(p for p in (source_root(), env.get("PYTHONPATH", "")) if p),
         )
+        if self.quick_jit:
+            env["SPARK_DAEMON_JAVA_OPTS"] = QUICK_JIT
         if worker:
             for name, value in self.worker_env.items():
                 if value is None:
@@ -217,7 +228,7 @@ class StandaloneCluster:
     def app_conf(self, executor_memory: str = "512m") -> dict[str, str]:
         """Settings of an application on this cluster: one executor of one core per worker, small
         heaps, and everything on loopback."""
-        return {
+        conf = {
             "spark.executor.cores": str(self.worker_cores),
             "spark.executor.memory": executor_memory,
             "spark.driver.memory": executor_memory,
@@ -226,6 +237,9 @@ class StandaloneCluster:
             # a task lost with its executor is re-run at once, not after a locality wait
             "spark.locality.wait": "0s",
         }
+        if self.quick_jit:  # an executor is a JVM its worker starts with the application's options
+            conf["spark.executor.defaultJavaOptions"] = QUICK_JIT
+        return conf
 
     def stop(self) -> None:
         for daemon in (*self.workers, self.master):
@@ -241,10 +255,13 @@ def standalone_cluster(
     worker_memory: str = "1g",
     worker_env: dict[str, str | None] | None = None,
     timeout: float = 90.0,
+    quick_jit: bool = False,
 ) -> Iterator[StandaloneCluster]:
     """A master and `workers` workers (1 core each), stopped (process groups killed) on exit, also
     when starting them failed."""
-    cluster = StandaloneCluster(Path(directory), worker_memory=worker_memory, worker_env=worker_env or {})
+    cluster = StandaloneCluster(
+        Path(directory), worker_memory=worker_memory, worker_env=worker_env or {}, quick_jit=quick_jit
+    )
     try:
         cluster.start_master()
         assert cluster.master is not None
