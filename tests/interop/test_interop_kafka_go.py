@@ -8,7 +8,6 @@ Heartbeat v0. Its tests hard-code `localhost:9092`, so the broker listens there.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import socket
@@ -17,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from golang import go_environment
 
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -62,14 +62,8 @@ def broker(
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_kafka_go_suite_passes(broker: LocalCluster, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "GOPATH": "/usr/share/gocode",
-        "GO111MODULE": "off",
-        "GOCACHE": str(tmp_path / "go-cache"),
-        "GOFLAGS": "-count=1",
-    }
+def test_kafka_go_suite_passes(broker: LocalCluster) -> None:
+    env = go_environment(GOFLAGS="-count=1")  # -count=1: the tests run, never a cached result
     result = subprocess.run(
         ["go", "test", "-v", "./..."],
         cwd=KAFKA_GO,

@@ -13,13 +13,13 @@ Produce v3, which Kafka (and zkafka) refuse with UNSUPPORTED_COMPRESSION_TYPE as
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from golang import go_environment
 
 from zkafka.local.launcher import LocalCluster
 from zkafka.local.zookeeper import ZooKeeperServer
@@ -40,15 +40,6 @@ CASES = [
 ]
 
 
-def _go_env(tmp: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "GOPATH": "/usr/share/gocode",
-        "GO111MODULE": "off",
-        "GOCACHE": str(tmp / "go-cache"),
-    }
-
-
 @pytest.fixture(scope="module")
 def sarama_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("go") is None or not SARAMA.is_dir():
@@ -58,7 +49,7 @@ def sarama_check(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(
         ["go", "build", "-o", str(binary), "."],
         cwd=PROGRAM,
-        env=_go_env(tmp),
+        env=go_environment(),
         check=True,
         capture_output=True,
         timeout=300,
